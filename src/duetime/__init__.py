@@ -1,0 +1,91 @@
+"""duetime: run work at the right time, in-process: by hand on a fake clock, or on its own thread.
+
+Public names only; each lives in the module that owns its idea (see the docs' concepts page).
+"""
+
+from __future__ import annotations
+
+from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
+from duetime.core import EventQueue
+from duetime.errors import (
+    ConflictingIdError,
+    DuetimeError,
+    InvalidArgument,
+    JobLookupError,
+    SchedulerShutdownError,
+)
+from duetime.events import (
+    Event,
+    JobAdded,
+    JobCancelled,
+    JobDead,
+    JobDeferred,
+    JobEvent,
+    JobFailed,
+    JobMissed,
+    JobPaused,
+    JobRescheduled,
+    JobResumed,
+    JobSkipped,
+    JobStarted,
+    JobSucceeded,
+    SchedulerStarted,
+    SchedulerStopped,
+)
+from duetime.job import Job, JobState, Misfire, Overlap, Run, current_run
+from duetime.ratelimit import TokenBucket
+from duetime.recurrence import After, At, FixedDelay, FixedRate, Recurrence
+from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
+from duetime.scheduler import FailedJob, Scheduler
+from duetime.stats import Lateness, Stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "After",
+    "At",
+    "Clock",
+    "ConflictingIdError",
+    "DuetimeError",
+    "Event",
+    "EventQueue",
+    "ExponentialBackoff",
+    "FailedJob",
+    "FakeClock",
+    "FixedBackoff",
+    "FixedDelay",
+    "FixedRate",
+    "InvalidArgument",
+    "Job",
+    "JobAdded",
+    "JobCancelled",
+    "JobDead",
+    "JobDeferred",
+    "JobEvent",
+    "JobFailed",
+    "JobLookupError",
+    "JobMissed",
+    "JobPaused",
+    "JobRescheduled",
+    "JobResumed",
+    "JobSkipped",
+    "JobStarted",
+    "JobState",
+    "JobSucceeded",
+    "Lateness",
+    "Misfire",
+    "NoRetry",
+    "Overlap",
+    "Recurrence",
+    "RetryPolicy",
+    "Run",
+    "Scheduler",
+    "SchedulerShutdownError",
+    "SchedulerStarted",
+    "SchedulerStopped",
+    "Stats",
+    "SteppableClock",
+    "SystemClock",
+    "TokenBucket",
+    "current_run",
+]

@@ -1,0 +1,87 @@
+"""Boundary checks shared by every public entry point.
+
+Each helper takes the parameter's name so that the error can say which argument was wrong, and
+each returns the value in duetime's internal unit (integer nanoseconds for durations) so callers
+validate and convert in one step and never hold a half-checked value.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from duetime.errors import InvalidArgument
+
+NS_PER_SECOND = 1_000_000_000
+
+
+
+def duration_ns(name: str, value: object, *, allow_zero: bool = True) -> int:
+    """Convert a duration in seconds (int, float or timedelta) to integer nanoseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, timedelta)):
+        raise TypeError(
+            f"{name} must be a number of seconds or a timedelta, got {value!r}"
+        )
+    if isinstance(value, timedelta):
+        ns = (
+            (value.days * 86_400 + value.seconds) * NS_PER_SECOND + value.microseconds * 1_000
+        )
+    elif isinstance(value, int):
+        ns = value * NS_PER_SECOND
+    else:
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidArgument(f"{name} must be a finite number of seconds, got {value!r}")
+        # round() and not int(): 0.1 * 1e9 is 100000000.00000001 and 0.7 * 1e9 is
+        # 699999999.9999999; both must land on the nanosecond a person meant.
+        ns = round(value * NS_PER_SECOND)
+    if ns < 0:
+        raise InvalidArgument(f"{name} must not be negative, got {value!r}")
+    if ns == 0 and not allow_zero:
+        raise InvalidArgument(f"{name} must be positive, got {value!r}")
+    return ns
+
+
+def aware_datetime(name: str, value: object) -> datetime:
+    """Return ``value`` if it is a timezone-aware datetime, else raise naming ``name``."""
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidArgument(
+            f"{name} must be timezone-aware (a naive datetime is ambiguous), got {value!r}"
+        )
+    return value
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=ZoneInfo("UTC"))
+
+
+def datetime_to_ns(value: datetime) -> int:
+    """Epoch nanoseconds of an aware datetime, exactly (no float round trip)."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * NS_PER_SECOND + delta.microseconds * 1_000
+
+
+def ns_to_datetime(ns: int, tz: tzinfo) -> datetime:
+    """The aware datetime in ``tz`` for epoch nanoseconds (truncated to microseconds)."""
+    return (_EPOCH + timedelta(microseconds=ns // 1_000)).astimezone(tz)
+
+
+def zone(name: str, value: object) -> tzinfo:
+    """Resolve a time zone given as an IANA name or a tzinfo."""
+    if isinstance(value, tzinfo):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be an IANA zone name or a tzinfo, got {value!r}")
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidArgument(f"{name} is not a known time zone: {value!r}") from exc
+
+
+def integer(name: str, value: Any) -> int:
+    """Return ``value`` if it is an int (and not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    return value

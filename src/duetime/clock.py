@@ -1,0 +1,268 @@
+"""Clocks: where the time comes from, and how a runner sleeps until it changes.
+
+This is the only module in duetime that reads real time. Everything else asks a ``Clock``, which
+is what lets one Scheduler serve an application (``SystemClock``), a unit test and a simulation
+(``FakeClock``, moved by hand) without a line of difference.
+
+A clock has two timebases. ``time`` is the wall clock (epoch seconds): it follows NTP steps and a
+person changing the date, and it is what "at 09:00" means. ``monotonic`` only ever moves forward at
+the rate of real elapsed time: it is what "in 30 seconds" means. ``FakeClock`` keeps both as
+integer nanoseconds so that arithmetic on them is exact: ten thousand ``advance(0.1)`` calls land
+on exactly ``advance(1000)``, and a stepping loop that jumps to a due time compares equal to it
+instead of falling a rounding error short and spinning (the asyncio virtual-clock hang,
+cpython#116342).
+"""
+
+from __future__ import annotations
+
+import threading
+import time as _time
+import weakref
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import Protocol, runtime_checkable
+
+from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, duration_ns
+from duetime.errors import InvalidArgument
+
+__all__ = ["Clock", "FakeClock", "SteppableClock", "SystemClock"]
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What a Scheduler needs from a source of time.
+
+    Implementations must be safe to call from several threads.
+    """
+
+    def time(self) -> float:
+        """Wall-clock time in seconds since the Unix epoch."""
+        ...
+
+    def monotonic(self) -> float:
+        """Monotonic time in seconds: never goes back, unaffected by wall-clock steps."""
+        ...
+
+    def time_ns(self) -> int:
+        """Wall-clock time in integer nanoseconds since the Unix epoch."""
+        ...
+
+    def monotonic_ns(self) -> int:
+        """Monotonic time in integer nanoseconds."""
+        ...
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Sleep on ``condition`` (held by the caller) for up to ``timeout`` seconds of this clock.
+
+        Returns early when the condition is notified, and may return spuriously: callers loop and
+        re-read the time. ``None`` means no limit.
+        """
+        ...
+
+
+@runtime_checkable
+class SteppableClock(Clock, Protocol):
+    """A clock whose time a program moves by hand (what ``step`` and ``run_until`` need)."""
+
+    def advance_ns(self, ns: int) -> None:
+        """Move both timebases forward by ``ns`` nanoseconds (``ns >= 0``)."""
+        ...
+
+
+class SystemClock:
+    """The operating system's clocks: ``time.time_ns`` and ``time.monotonic_ns``."""
+
+    __slots__ = ()
+
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch, from the OS."""
+        return _time.time()
+
+    def monotonic(self) -> float:
+        """Monotonic seconds, from the OS."""
+        return _time.monotonic()
+
+    def time_ns(self) -> int:
+        """Wall-clock nanoseconds since the epoch, from the OS."""
+        return _time.time_ns()
+
+    def monotonic_ns(self) -> int:
+        """Monotonic nanoseconds, from the OS."""
+        return _time.monotonic_ns()
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Block on ``condition`` for up to ``timeout`` real seconds (None: until notified)."""
+        condition.wait(timeout)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class FakeClock:
+    """A clock that moves only when told to, exactly, and wakes sleepers when it does.
+
+    Both timebases are integers in nanoseconds. ``advance`` moves both; ``jump_wall`` moves only
+    the wall clock (an NTP step or a person changing the date), which is how tests show that
+    "in 30 seconds" does not move when the date does.
+
+    Args:
+        start: Initial wall-clock time, as epoch seconds or an aware datetime. Defaults to 0.0
+            (1970-01-01 UTC). The monotonic clock starts at 0.
+
+    Example:
+        >>> clock = FakeClock(start=datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc))
+        >>> clock.advance(90)
+        >>> clock.now().isoformat()
+        '2026-01-05T08:01:30+00:00'
+    """
+
+    def __init__(self, start: float | int | datetime = 0.0) -> None:
+        if isinstance(start, datetime):
+            wall = datetime_to_ns(aware_datetime("start", start))
+        elif isinstance(start, bool) or not isinstance(start, (int, float)):
+            raise TypeError(f"start must be epoch seconds or an aware datetime, got {start!r}")
+        else:
+            # Epoch seconds may be negative (before 1970); only NaN and inf are meaningless.
+            wall = duration_ns("start", abs(start)) * (-1 if start < 0 else 1)
+        self._wall = wall
+        self._mono = 0
+        self._lock = threading.Lock()
+        # Conditions that a runner has slept on. They stay registered (weakly) so that a move
+        # of time can never fall between a runner reading the time and starting to wait.
+        self._conditions: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
+        self._callbacks: list[Callable[[], None]] = []
+        self._watched = False
+
+    def __repr__(self) -> str:
+        return f"FakeClock(start={self.now().isoformat()!r}, monotonic={self.monotonic()!r})"
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def time(self) -> float:
+        """Fake wall-clock seconds since the epoch."""
+        return self._wall / NS_PER_SECOND
+
+    def monotonic(self) -> float:
+        """Fake monotonic seconds (starts at 0)."""
+        return self._mono / NS_PER_SECOND
+
+    def time_ns(self) -> int:
+        """Fake wall-clock nanoseconds since the epoch."""
+        return self._wall
+
+    def monotonic_ns(self) -> int:
+        """Fake monotonic nanoseconds."""
+        return self._mono
+
+    def now(self) -> datetime:
+        """The fake wall-clock time as an aware UTC datetime (microsecond precision)."""
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(
+            microseconds=self._wall // 1_000
+        )
+
+    # -- moving -----------------------------------------------------------------------------
+
+    def advance(self, seconds: float | int | timedelta) -> None:
+        """Move both timebases forward.
+
+        Args:
+            seconds: How far, in seconds or as a timedelta. Negative values raise
+                ``InvalidArgument``: monotonic time cannot go back (use ``jump_wall``).
+        """
+        self.advance_ns(duration_ns("seconds", seconds))
+
+    def advance_ns(self, ns: int) -> None:
+        """Move both timebases forward by ``ns`` integer nanoseconds."""
+        if ns < 0:
+            raise InvalidArgument(f"ns must not be negative, got {ns!r}")
+        if ns == 0:
+            return
+        with self._lock:
+            self._wall += ns
+            self._mono += ns
+        self._notify()
+
+    def set(self, when: datetime) -> None:
+        """Move forward to the wall-clock time ``when`` (both timebases move by the difference).
+
+        Args:
+            when: An aware datetime not earlier than the current fake time.
+        """
+        target = datetime_to_ns(aware_datetime("when", when))
+        with self._lock:
+            delta = target - self._wall
+        if delta < 0:
+            raise InvalidArgument(
+                f"when must not be earlier than the clock's time {self.now().isoformat()}, "
+                f"got {when!r}; use jump_wall() to step the wall clock back"
+            )
+        self.advance_ns(delta)
+
+    def jump_wall(self, seconds: float | int | timedelta) -> None:
+        """Step the wall clock only, forward or back, as an NTP correction would.
+
+        Args:
+            seconds: Signed amount in seconds, or a timedelta. Monotonic time does not move.
+        """
+        if isinstance(seconds, timedelta):
+            negative = seconds < timedelta(0)
+            ns = duration_ns("seconds", -seconds if negative else seconds)
+        elif isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
+            negative = seconds < 0
+            ns = duration_ns("seconds", -seconds if negative else seconds)
+        else:
+            raise TypeError(f"seconds must be a number of seconds or a timedelta, got {seconds!r}")
+        with self._lock:
+            self._wall += -ns if negative else ns
+        self._notify()
+
+    # -- sleeping ---------------------------------------------------------------------------
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Sleep on ``condition`` until fake time moves or the condition is notified.
+
+        No real time limit applies: a runner on a FakeClock sleeps until the test moves the clock
+        or the scheduler wakes it (an insert, a shutdown). ``timeout`` is only consulted to return
+        at once when it is already used up.
+        """
+        if timeout is not None and timeout <= 0:
+            return
+        if condition not in self._conditions:
+            # First sleep on this condition: register and return (a permitted spurious wakeup).
+            # The caller re-reads the time with the registration in place, so no move of the
+            # clock can now slip between its read and its sleep.
+            with self._lock:
+                self._conditions.add(condition)
+                self._watched = True
+            return
+        condition.wait()
+
+    def on_move(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` (from the moving thread) after every move of time.
+
+        Returns:
+            A function that unregisters the callback.
+        """
+        with self._lock:
+            self._callbacks.append(callback)
+            self._watched = True
+
+        def remove() -> None:
+            with self._lock:
+                if callback in self._callbacks:
+                    self._callbacks.remove(callback)
+
+        return remove
+
+    def _notify(self) -> None:
+        # WeakSet iteration is slow; a simulation that nobody sleeps on should not pay for it.
+        if not self._watched:
+            return
+        with self._lock:
+            conditions = list(self._conditions)
+            callbacks = list(self._callbacks)
+        for condition in conditions:
+            with condition:
+                condition.notify_all()
+        for callback in callbacks:
+            callback()

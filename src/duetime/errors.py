@@ -1,0 +1,63 @@
+"""Exceptions raised by duetime.
+
+Every exception builds its own message from the values it is given, so a caller never has to
+format one, and each subclasses the builtin that an ``except`` clause written without duetime in
+mind would reach for (``ValueError`` for bad input, ``LookupError`` for unknown ids).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConflictingIdError",
+    "DuetimeError",
+    "InvalidArgument",
+    "JobLookupError",
+    "SchedulerShutdownError",
+]
+
+
+class DuetimeError(Exception):
+    """Base class of every exception duetime raises on purpose."""
+
+
+class InvalidArgument(DuetimeError, ValueError):
+    """A parameter has a value duetime cannot accept; the message names the parameter."""
+
+
+class JobLookupError(DuetimeError, LookupError):
+    """No live job has the given id.
+
+    Args:
+        job_id: The id that was looked up.
+    """
+
+    def __init__(self, job_id: Any) -> None:
+        self.job_id = job_id
+        super().__init__(f"no job with id {job_id!r}")
+
+    def __str__(self) -> str:
+        # LookupError subclasses such as KeyError repr() their argument; keep the sentence.
+        return str(self.args[0])
+
+
+class ConflictingIdError(DuetimeError, ValueError):
+    """A job with this id is already scheduled and ``replace=True`` was not given.
+
+    Args:
+        job_id: The id that is already in use.
+    """
+
+    def __init__(self, job_id: Any) -> None:
+        self.job_id = job_id
+        super().__init__(
+            f"id {job_id!r} is already scheduled; pass replace=True to reschedule it"
+        )
+
+
+class SchedulerShutdownError(DuetimeError, RuntimeError):
+    """The scheduler has been shut down and accepts no more work."""
+
+    def __init__(self, action: str = "schedule") -> None:
+        super().__init__(f"cannot {action}: the scheduler has been shut down")

@@ -1,0 +1,250 @@
+"""The job handle and the small enums that describe a job's life.
+
+A ``Job`` is what ``Scheduler.schedule`` returns: the user's handle to cancel, reschedule, pause or
+inspect one piece of scheduled work. Its mutable fields are owned by the scheduler and changed only
+under the scheduler's lock; reading them from another thread gives a recent, consistent-enough
+value, as reading ``Thread.is_alive()`` would.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from duetime.ratelimit import TokenBucket
+    from duetime.recurrence import Recurrence
+    from duetime.retry import RetryPolicy
+    from duetime.scheduler import Scheduler
+
+__all__ = ["Job", "JobState", "Misfire", "Overlap", "Run", "current_run"]
+
+
+class JobState(enum.Enum):
+    """Where a job is in its life."""
+
+    #: Queued, waiting for its next occurrence.
+    SCHEDULED = "scheduled"
+    #: An occurrence is executing right now (a recurring job may also be queued again).
+    RUNNING = "running"
+    #: Held back by ``pause()``; keeps its next run time for ``resume()``.
+    PAUSED = "paused"
+    #: A one-shot job that ran successfully, or a recurring job whose recurrence ended.
+    COMPLETED = "completed"
+    #: Removed by ``cancel()``.
+    CANCELLED = "cancelled"
+    #: A one-shot job whose last attempt failed with no retry left (see ``Scheduler.failed()``).
+    FAILED = "failed"
+
+
+class Misfire(enum.Enum):
+    """What to do with occurrences of a recurring job that came due while nothing could run them.
+
+    An occurrence *misfires* when it starts more than the job's ``grace`` seconds after it was
+    due: after a stall, a suspended laptop, or a wall-clock jump forward.
+    """
+
+    #: Run once now for all the missed occurrences, then continue from the next future time.
+    RUN_ONCE = "run_once"
+    #: Drop the missed occurrences; continue from the next future time.
+    SKIP = "skip"
+    #: Run every missed occurrence, oldest first, one at a time (never listed all at once).
+    RUN_ALL = "run_all"
+
+
+class Overlap(enum.Enum):
+    """What to do when a recurring job comes due while its previous run is still going."""
+
+    #: Do not start; emit ``JobSkipped`` and wait for the next occurrence.
+    SKIP = "skip"
+    #: Start as soon as the previous run ends.
+    QUEUE = "queue"
+    #: Start anyway; runs may overlap.
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True, slots=True)
+class JobOptions:
+    """The rarely-changed per-job settings, shared by every job that uses the defaults.
+
+    Grouping them keeps a ``Job`` small: a million pending one-shot jobs all point at one
+    ``JobOptions`` instead of carrying seven slots each.
+    """
+
+    retry: RetryPolicy | None = None
+    misfire: Misfire | None = None
+    grace_ns: int | None = None
+    overlap: Overlap | None = None
+    jitter_ns: int = 0
+    limiter: TokenBucket | None = None
+    executor: str | None = None
+
+
+DEFAULT_OPTIONS = JobOptions()
+
+
+class Job:
+    """A handle on one scheduled piece of work.
+
+    Attributes:
+        id: The job's unique key in its scheduler.
+        func: The callable that runs.
+        args: Positional arguments for ``func``.
+        kwargs: Keyword arguments for ``func``.
+        priority: Lower runs first among jobs due at the same instant.
+        trigger: The ``Recurrence`` that decides when the job runs.
+        runs: How many occurrences have finished (successfully or not).
+        failures: How many attempts have raised.
+        attempt: The attempt number of the current or last occurrence (1 for the first try).
+        last_error: The exception of the most recent failed attempt, or None.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_base",
+        "_due",
+        "_name",
+        "_opts",
+        "_running",
+        "_sched",
+        "_sides",
+        "_state",
+        "_waiting",
+        "args",
+        "attempt",
+        "failures",
+        "func",
+        "id",
+        "kwargs",
+        "last_error",
+        "priority",
+        "runs",
+        "trigger",
+    )
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        job_id: str,
+        func: Callable[..., Any],
+        trigger: Recurrence,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        priority: int,
+        opts: JobOptions,
+    ) -> None:
+        self._sched = scheduler
+        self.id = job_id
+        self.func = func
+        self.trigger = trigger
+        self.args = args
+        self.kwargs = kwargs
+        self._name = name
+        self.priority = priority
+        self._opts = opts
+        self._state = JobState.SCHEDULED
+        # The regular schedule: _due is when the next regular occurrence's entry is due (jitter
+        # included) in the trigger's timebase, None when there is none; _base is its un-jittered
+        # time, which is where the recurrence continues from. Retries, rate-limited deferrals
+        # and out-of-band triggers are side entries (_sides) so they never disturb it.
+        self._due: int | None = None
+        self._base: int | None = None
+        self._sides: list[Any] | None = None
+        self._running = 0
+        self._waiting = False
+        self.runs = 0
+        self.failures = 0
+        self.attempt = 0
+        self.last_error: BaseException | None = None
+
+    @property
+    def name(self) -> str:
+        """A human-readable name: the one given, else the function's qualified name."""
+        if self._name is not None:
+            return self._name
+        return getattr(self.func, "__qualname__", None) or repr(self.func)
+
+    @property
+    def state(self) -> JobState:
+        """The job's current ``JobState``."""
+        return self._state
+
+    @property
+    def next_run_time(self) -> datetime | None:
+        """When the job is next due, as an aware datetime in the scheduler's zone.
+
+        None when it is not queued (paused, finished, cancelled, or waiting on a running
+        fixed-delay occurrence).
+        """
+        return self._sched._job_next_run_time(self)
+
+    def cancel(self) -> bool:
+        """Cancel this job. Returns False if it was no longer live."""
+        return self._sched.cancel(self)
+
+    def reschedule(self, when: Any) -> Job:
+        """Give this job a new ``when`` (same id); its old next occurrence can never fire."""
+        return self._sched.reschedule(self, when)
+
+    def pause(self) -> None:
+        """Hold this job back until ``resume()``."""
+        self._sched.pause(self)
+
+    def resume(self) -> None:
+        """Queue a paused job again at the run time it had when paused."""
+        self._sched.resume(self)
+
+    def __repr__(self) -> str:
+        return f"<Job id={self.id!r} name={self.name!r} state={self._state.value}>"
+
+
+class Run:
+    """One occurrence of a job: what ``current_run()`` and ``Scheduler.step()`` return.
+
+    Attributes:
+        job: The job this occurrence belongs to.
+        attempt: 1 for the first try of the occurrence, 2 for its first retry, ...
+    """
+
+    __slots__ = ("_due", "_tb", "attempt", "job")
+
+    def __init__(self, job: Job, due: int, timebase: int, attempt: int) -> None:
+        self.job = job
+        self._due = due
+        self._tb = timebase
+        self.attempt = attempt
+
+    @property
+    def scheduled_time(self) -> datetime:
+        """When this occurrence was due, as an aware datetime in the scheduler's zone."""
+        return self.job._sched._to_datetime(self._due, self._tb)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Run job={self.job.id!r} scheduled={self.scheduled_time.isoformat()} "
+            f"attempt={self.attempt}>"
+        )
+
+
+# The running occurrence, as the scheduler's own tuple (job, due, timebase, attempt, ...);
+# current_run() builds the Run object only when someone asks, so runs that never ask pay
+# nothing for it.
+_current: contextvars.ContextVar[tuple[Any, ...] | None] = contextvars.ContextVar(
+    "duetime_current_run", default=None
+)
+
+
+def current_run() -> Run | None:
+    """The occurrence being run in this context, or None outside a job.
+
+    Works in threads, in the inline executor and in asyncio tasks started by duetime.
+    """
+    cur = _current.get()
+    if cur is None:
+        return None
+    return Run(cur[0], cur[1], cur[2], cur[3])

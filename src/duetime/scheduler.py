@@ -1,0 +1,1432 @@
+"""The Scheduler: the thread-safe facade over the queues, the clock and the job life cycle.
+
+Everything a job goes through passes through four private methods, whoever drives time:
+
+* ``_pop_due`` takes the earliest due entry from the two queues (wall and monotonic);
+* ``_begin`` decides, under the lock, whether that occurrence runs now (misfire, overlap, rate
+  limit) and queues the next regular occurrence of rate-like recurrences;
+* ``_execute`` runs the job outside the lock, catching what it raises;
+* ``_finish`` records the outcome under the lock: retries, dead letters, fixed-delay successors,
+  the job's final state.
+
+``run_pending``/``step``/``run_until`` call them inline; the runner thread (``duetime.runner``)
+calls the same four, handing ``_execute`` to an executor. There is no second copy of the life
+cycle, and every change of a job's next run goes through ``_queue_regular`` or ``_queue_side``,
+which is the seam a durable store will journal.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import random
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from duetime._validate import (
+    NS_PER_SECOND,
+    aware_datetime,
+    datetime_to_ns,
+    duration_ns,
+    integer,
+    ns_to_datetime,
+    zone,
+)
+from duetime.clock import Clock, SteppableClock, SystemClock
+from duetime.core import EventQueue
+from duetime.errors import (
+    ConflictingIdError,
+    InvalidArgument,
+    JobLookupError,
+    SchedulerShutdownError,
+)
+from duetime.events import (
+    Event,
+    JobAdded,
+    JobCancelled,
+    JobDead,
+    JobDeferred,
+    JobFailed,
+    JobMissed,
+    JobPaused,
+    JobRescheduled,
+    JobResumed,
+    JobSkipped,
+    JobStarted,
+    JobSucceeded,
+    Listener,
+    dispatch,
+)
+from duetime.job import DEFAULT_OPTIONS, Job, JobOptions, JobState, Misfire, Overlap, Run, _current
+from duetime.ratelimit import TokenBucket
+from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
+from duetime.retry import NoRetry, RetryPolicy
+from duetime.stats import Stats, StatsRecorder
+
+if TYPE_CHECKING:
+    from duetime.runner import Runner
+
+__all__ = ["FailedJob", "Scheduler"]
+
+logger = logging.getLogger("duetime")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SCHEDULER_IDS = itertools.count(1)
+_RUNNING = JobState.RUNNING
+_COMPLETED = JobState.COMPLETED
+_INF = float("inf")
+# Classes already known to implement Recurrence (see _recurrence).
+_RECURRENCE_TYPES: set[type] = set()
+
+
+class _Side:
+    """An occurrence attempt queued beside a job's regular schedule.
+
+    Retries, runs deferred by a rate limiter, runs held back by ``Overlap.QUEUE`` and
+    ``trigger()`` calls each get one, keyed in the monotonic queue by this object, so none of
+    them can displace (or be displaced by) the job's next regular occurrence.
+    """
+
+    __slots__ = ("attempt", "base", "base_tb", "due", "job", "prev_delay", "reserved")
+
+    def __init__(
+        self,
+        job: Job,
+        base: int,
+        base_tb: int,
+        attempt: int,
+        prev_delay: float | None = None,
+        reserved: bool = False,
+    ) -> None:
+        self.job = job
+        self.base = base  # the occurrence's own due time, in base_tb
+        self.base_tb = base_tb
+        self.attempt = attempt
+        self.prev_delay = prev_delay
+        self.reserved = reserved  # a rate-limiter token is already held for this start
+        self.due: int | None = None  # monotonic due of the side entry while queued/paused
+
+
+# An occurrence that has begun: (job, base, base_tb, attempt, started_mono_ns, prev_delay).
+_Occ = tuple[Job, int, int, int, int, "float | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class FailedJob:
+    """A one-shot job whose last attempt failed: an entry of the dead-letter list.
+
+    Attributes:
+        job: The job (state ``FAILED``).
+        error: The last exception.
+        traceback: The formatted traceback of ``error``.
+        attempts: How many attempts were made.
+        scheduled_time: When the occurrence was due.
+        failed_at: When the last attempt failed.
+    """
+
+    job: Job
+    error: BaseException
+    traceback: str
+    attempts: int
+    scheduled_time: datetime
+    failed_at: datetime
+
+
+class Scheduler:
+    """Runs callables at the right time: by hand on a FakeClock, or on its own thread.
+
+    Args:
+        clock: Where time comes from. Default: ``SystemClock()``.
+        tz: Zone for displayed times and for cron strings given as ``when``: an IANA name or
+            a tzinfo. Default ``"UTC"`` (a server's local zone is an accident of deployment;
+            name the zone you mean).
+        rng: Random source for jitter, Poisson gaps and retry jitter. Pass
+            ``random.Random(seed)`` for reproducible runs.
+        retry: Default ``RetryPolicy`` for jobs that give none. Default ``NoRetry()``.
+        misfire: Default ``Misfire`` policy for recurring jobs. Default ``Misfire.RUN_ONCE``.
+        grace: Default misfire grace in seconds: an occurrence starting later than this after
+            its due time has misfired. Default 1 second.
+        overlap: Default ``Overlap`` policy. Default ``Overlap.SKIP``.
+        executor: For the runner thread: ``"inline"``, a ``concurrent.futures.Executor``, or
+            None for a thread pool of 8 workers.
+        executors: Named executors that jobs select with ``schedule(..., executor=name)``.
+        max_concurrent: Upper bound on occurrences running at once across all jobs (None: no
+            bound beyond the executors').
+        wall_check_interval: Longest the runner sleeps, in seconds, while wall-clock jobs are
+            pending, so that a wall-clock jump is noticed. Default 1 second.
+    """
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        tz: str | tzinfo = "UTC",
+        rng: random.Random | None = None,
+        retry: RetryPolicy | None = None,
+        misfire: Misfire = Misfire.RUN_ONCE,
+        grace: float | int | timedelta = 1.0,
+        overlap: Overlap = Overlap.SKIP,
+        executor: Any = None,
+        executors: dict[str, Any] | None = None,
+        max_concurrent: int | None = None,
+        wall_check_interval: float | int | timedelta = 1.0,
+    ) -> None:
+        if clock is None:
+            clock = SystemClock()
+        elif not isinstance(clock, Clock):
+            raise TypeError(
+                f"clock must implement the Clock protocol (time, monotonic, time_ns, "
+                f"monotonic_ns, wait), got {clock!r}"
+            )
+        if rng is None:
+            rng = random.Random()
+        elif not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, got {rng!r}")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
+        if not isinstance(misfire, Misfire):
+            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
+        if not isinstance(overlap, Overlap):
+            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
+        if max_concurrent is not None:
+            integer("max_concurrent", max_concurrent)
+            if max_concurrent < 1:
+                raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+        self._grace = duration_ns("grace", grace)
+        self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
+        self._tz = zone("tz", tz)
+        self._clock = clock
+        self._rng = rng
+        self._env = Env(clock, rng, self._tz)
+        self._retry: RetryPolicy = retry if retry is not None else NoRetry()
+        self._misfire = misfire
+        self._overlap = overlap
+        self._max_concurrent = max_concurrent
+
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        # One counter for both queues keeps FIFO order across timebases among equal times.
+        counter = itertools.count()
+        self._queues: tuple[EventQueue[Any], EventQueue[Any]] = (
+            EventQueue(counter=counter),
+            EventQueue(counter=counter),
+        )
+        self._jobs: dict[str, Job] = {}
+        self._failed: dict[str, FailedJob] = {}
+        self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
+        # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
+        # with the random part, across restarts) at ~0.1 µs, where uuid4() costs ~3 µs.
+        self._id_prefix = f"{next(_SCHEDULER_IDS):x}{os.urandom(3).hex()}-"
+        self._id_counter = itertools.count(1)
+        self._running_total = 0
+        self._blocked: list[_Side] = []
+        self._shutdown = False
+        self._stats = StatsRecorder()
+        # Events raised while the lock is held wait here until the lock is released.
+        self._pending_events: list[Event] = []
+        self._runner: Runner | None = None
+        self._executor_spec = executor
+        self._executors_spec = dict(executors or {})
+        for name in self._executors_spec:
+            if not isinstance(name, str):
+                raise TypeError(f"executors keys must be str, got {name!r}")
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        """The scheduler's clock."""
+        return self._clock
+
+    @property
+    def tz(self) -> tzinfo:
+        """The scheduler's zone (for displayed times and cron strings)."""
+        return self._tz
+
+    @property
+    def rng(self) -> random.Random:
+        """The scheduler's random source."""
+        return self._rng
+
+    def __repr__(self) -> str:
+        return f"<Scheduler jobs={len(self._jobs)} clock={self._clock!r} tz={self._tz}>"
+
+    # -- scheduling -----------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        func: Callable[..., Any],
+        when: Any,
+        /,
+        *,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        id: str | None = None,  # noqa: A002 - the public name in the design
+        name: str | None = None,
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        misfire: Misfire | None = None,
+        grace: float | int | timedelta | None = None,
+        overlap: Overlap | None = None,
+        jitter: float | int | timedelta | None = None,
+        limiter: TokenBucket | None = None,
+        executor: str | None = None,
+        replace: bool = False,
+        paused: bool = False,
+    ) -> Job:
+        """Schedule ``func(*args, **kwargs)`` to run ``when``.
+
+        Args:
+            func: Any callable (a coroutine function under ``AsyncScheduler``).
+            when: A ``Recurrence`` (``At``, ``After``, ``FixedRate``, ``FixedDelay``, ``Cron``,
+                ``Poisson``), an aware datetime (= ``At``), a number of seconds or a timedelta
+                (= ``After``), or a cron string (= ``Cron`` in the scheduler's zone).
+            args: Positional arguments for ``func``.
+            kwargs: Keyword arguments for ``func``.
+            id: Unique key; default a short generated one.
+            name: Display name; default ``func.__qualname__``.
+            priority: Lower runs first among occurrences due at the same instant.
+            retry: ``RetryPolicy`` for failed attempts; default the scheduler's.
+            misfire: ``Misfire`` policy for late occurrences of a recurring job.
+            grace: Seconds an occurrence may start late before it counts as misfired.
+            overlap: ``Overlap`` policy for a recurring job whose previous run is still going.
+            jitter: Delay each occurrence by ``uniform(0, jitter)`` seconds (never
+                accumulating).
+            limiter: A ``TokenBucket`` the job's starts must take a token from.
+            executor: Name of an executor given to ``Scheduler(executors=...)``.
+            replace: If a job with ``id`` is live, give it these parameters (a reschedule)
+                instead of raising ``ConflictingIdError``.
+            paused: Add the job paused; ``resume()`` queues it.
+
+        Returns:
+            The ``Job`` handle.
+
+        Raises:
+            TypeError: ``func`` is not callable or an argument has the wrong type.
+            InvalidArgument: An argument has a bad value (the message names it).
+            ConflictingIdError: ``id`` is live and ``replace`` is False.
+            SchedulerShutdownError: The scheduler has been shut down.
+        """
+        # Everything is checked and computed before the lock is taken and anything changes:
+        # bad input can never leave the scheduler half-updated.
+        if not callable(func):
+            raise TypeError(f"func must be callable, got {func!r}")
+        if type(when) is float and 0 <= when < _INF:  # the shorthand After(seconds), kept short
+            ns = round(when * NS_PER_SECOND)
+            trigger: Recurrence = After._checked(when, ns)
+            first: int | None = self._clock.monotonic_ns() + ns
+        else:
+            trigger = self._recurrence("when", when)
+            first = trigger.first(self._env)
+        if type(args) is not tuple:
+            if not isinstance(args, (tuple, list)):
+                raise TypeError(f"args must be a tuple or list, got {args!r}")
+            args = tuple(args)
+        if kwargs is not None:
+            if not isinstance(kwargs, dict):
+                raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
+            if not kwargs:
+                kwargs = None
+        if id is not None:
+            if not isinstance(id, str):
+                raise TypeError(f"id must be a str or None, got {id!r}")
+            if not id:
+                raise InvalidArgument("id must not be empty")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str or None, got {name!r}")
+        if type(priority) is not int:
+            integer("priority", priority)
+        if retry is misfire is grace is overlap is jitter is limiter is executor is None:
+            opts = DEFAULT_OPTIONS
+        else:
+            opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
+
+        with self._lock:
+            if self._shutdown:
+                raise SchedulerShutdownError("schedule")
+            if id is None:
+                id = self._id_prefix + format(next(self._id_counter), "x")  # noqa: A001
+            elif id in self._jobs:
+                if not replace:
+                    raise ConflictingIdError(id)
+                return self._replace(
+                    self._jobs[id], func, trigger, first, args, kwargs, name, priority, opts, paused
+                )
+            job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
+            self._jobs[id] = job
+            if first is not None and not paused and opts.jitter_ns == 0 and self._runner is None:
+                job._base = job._due = first
+                self._queues[trigger.timebase].push(job, first, priority)
+            else:
+                self._place_first(job, first, paused)
+            if not self._listeners:
+                return job
+            event = JobAdded(id, self._job_next_run_time(job))
+        self._emit([event])
+        return job
+
+    def _replace(
+        self,
+        job: Job,
+        func: Callable[..., Any],
+        trigger: Recurrence,
+        first: int | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        priority: int,
+        opts: JobOptions,
+        paused: bool,
+    ) -> Job:
+        """``schedule(..., replace=True)`` on a live id: same handle, new parameters."""
+        with self._lock:
+            self._unqueue(job)
+            job.func = func
+            job.args = args
+            job.kwargs = kwargs
+            job._name = name
+            job.priority = priority
+            job._opts = opts
+            job.trigger = trigger
+            if job._state is not JobState.RUNNING:
+                job._state = JobState.SCHEDULED
+            self._place_first(job, first, paused)
+            event = JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+        if event is not None:
+            self._emit([event])
+        return job
+
+    def scheduled(self, when: Any, /, **options: Any) -> Callable[[F], F]:
+        """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))``.
+
+        The function is scheduled at decoration time and returned unchanged.
+        """
+
+        def decorate(func: F) -> F:
+            self.schedule(func, when, **options)
+            return func
+
+        return decorate
+
+    def _options(
+        self,
+        retry: RetryPolicy | None,
+        misfire: Misfire | None,
+        grace: float | int | timedelta | None,
+        overlap: Overlap | None,
+        jitter: float | int | timedelta | None,
+        limiter: TokenBucket | None,
+        executor: str | None,
+    ) -> JobOptions:
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
+        if misfire is not None and not isinstance(misfire, Misfire):
+            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
+        if overlap is not None and not isinstance(overlap, Overlap):
+            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
+        if limiter is not None and not isinstance(limiter, TokenBucket):
+            raise TypeError(f"limiter must be a TokenBucket, got {limiter!r}")
+        if executor is not None:
+            if not isinstance(executor, str):
+                raise TypeError(f"executor must be the name of an executor, got {executor!r}")
+            if executor not in self._executors_spec:
+                raise InvalidArgument(
+                    f"executor {executor!r} is not one of the scheduler's executors "
+                    f"{sorted(self._executors_spec)!r}"
+                )
+        return JobOptions(
+            retry=retry,
+            misfire=misfire,
+            grace_ns=None if grace is None else duration_ns("grace", grace),
+            overlap=overlap,
+            jitter_ns=0 if jitter is None else duration_ns("jitter", jitter),
+            limiter=limiter,
+            executor=executor,
+        )
+
+    def _recurrence(self, param: str, when: Any) -> Recurrence:
+        """Turn the shorthand forms of ``when`` into a Recurrence (validating them)."""
+        cls = type(when)
+        if cls in _RECURRENCE_TYPES:
+            return when  # type: ignore[no-any-return]
+        if cls is float:
+            if 0 <= when < _INF:  # also False for NaN
+                return After._checked(when, round(when * NS_PER_SECOND))
+        elif cls is int and when >= 0:
+            return After._checked(when, when * NS_PER_SECOND)
+        if isinstance(when, Recurrence):
+            # A protocol isinstance() walks every attribute (~30 µs); remember the class.
+            _RECURRENCE_TYPES.add(cls)
+            return when
+        if isinstance(when, datetime):
+            aware_datetime(param, when)
+            return At(when)
+        if isinstance(when, (int, float, timedelta)) and not isinstance(when, bool):
+            if isinstance(when, float) and not math.isfinite(when):
+                raise InvalidArgument(f"{param} must be a finite number of seconds, got {when!r}")
+            duration_ns(param, when)
+            return After(when)
+        if isinstance(when, str):
+            from duetime.cron import Cron
+
+            return Cron(when, tz=self._tz)
+        raise TypeError(
+            f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
+            f"string, got {when!r}"
+        )
+
+    # -- queue bookkeeping (the one place a job's next run changes) ---------------------------
+
+    def _place_first(self, job: Job, first: int | None, paused: bool) -> None:
+        if paused:
+            job._state = JobState.PAUSED
+            job._base = job._due = first
+            return
+        if first is None:
+            job._base = job._due = None
+            self._settle(job)
+            return
+        self._queue_regular(job, first)
+
+    def _queue_regular(self, job: Job, base: int) -> None:
+        """Queue the job's next regular occurrence at ``base`` (+ jitter)."""
+        jitter = job._opts.jitter_ns
+        due = base + self._rng.randint(0, jitter) if jitter else base
+        job._base = base
+        job._due = due
+        tb = job.trigger.timebase
+        queue = self._queues[tb]
+        if self._runner is not None:
+            self._runner.note_push(tb, due, queue)
+        queue.push(job, due, job.priority)
+
+    def _queue_side(self, side: _Side, due_mono: int) -> None:
+        """Queue a side occurrence (retry, deferral, held-back or triggered run)."""
+        side.due = due_mono
+        job = side.job
+        if job._sides is None:
+            job._sides = [side]
+        elif side not in job._sides:
+            job._sides.append(side)
+        if job._state is JobState.PAUSED:
+            return
+        queue = self._queues[MONOTONIC]
+        if self._runner is not None:
+            self._runner.note_push(MONOTONIC, due_mono, queue)
+        queue.push(side, due_mono, job.priority)
+
+    def _unqueue(self, job: Job) -> None:
+        """Remove every queue entry of ``job`` (regular and side) and forget them."""
+        if job._due is not None:
+            self._queues[job.trigger.timebase].cancel(job)
+            job._due = job._base = None
+        if job._sides:
+            mono = self._queues[MONOTONIC]
+            for side in job._sides:
+                mono.cancel(side)
+            job._sides = None
+        if job._waiting:
+            job._waiting = False
+
+    def _settle(self, job: Job, failed: bool = False) -> None:
+        """Give a job whose pending work changed its resting state; end it if none is left."""
+        state = job._state
+        if state is JobState.CANCELLED or state is JobState.PAUSED:
+            return
+        if job._running:
+            job._state = JobState.RUNNING
+        elif job._due is not None or job._sides or job._waiting:
+            job._state = JobState.SCHEDULED
+        else:
+            job._state = JobState.FAILED if failed else JobState.COMPLETED
+            if self._jobs.get(job.id) is job:
+                del self._jobs[job.id]
+
+    # -- management -----------------------------------------------------------------------------
+
+    def _lookup(self, job_or_id: Job | str) -> Job:
+        if isinstance(job_or_id, Job):
+            job = self._jobs.get(job_or_id.id)
+            if job is not job_or_id:
+                raise JobLookupError(job_or_id.id)
+            return job
+        if not isinstance(job_or_id, str):
+            raise TypeError(f"job_or_id must be a Job or a job id (str), got {job_or_id!r}")
+        job = self._jobs.get(job_or_id)
+        if job is None:
+            raise JobLookupError(job_or_id)
+        return job
+
+    def get(self, id: str) -> Job | None:  # noqa: A002
+        """The live job with this id, or None."""
+        if not isinstance(id, str):
+            raise TypeError(f"id must be a str, got {id!r}")
+        return self._jobs.get(id)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Job):
+            return self._jobs.get(item.id) is item
+        return item in self._jobs
+
+    def __len__(self) -> int:
+        """Number of live jobs (scheduled, running or paused)."""
+        return len(self._jobs)
+
+    def cancel(self, job_or_id: Job | str) -> bool:
+        """Cancel a job: none of its pending occurrences will run.
+
+        A run already in progress finishes; nothing is queued after it.
+
+        Args:
+            job_or_id: The ``Job`` or its id.
+
+        Returns:
+            True if the job was live, False if it had already ended or was unknown.
+        """
+        if not isinstance(job_or_id, (Job, str)):
+            raise TypeError(f"job_or_id must be a Job or a job id (str), got {job_or_id!r}")
+        with self._lock:
+            try:
+                job = self._lookup(job_or_id)
+            except JobLookupError:
+                return False
+            self._unqueue(job)
+            job._state = JobState.CANCELLED
+            del self._jobs[job.id]
+            self._blocked = [b for b in self._blocked if b.job is not job]
+        if self._listeners:
+            self._emit([JobCancelled(job.id)])
+        return True
+
+    def reschedule(self, job_or_id: Job | str, when: Any) -> Job:
+        """Give a live job a new ``when``, keeping its id.
+
+        The old next occurrence can never fire (its queue entry goes stale). Pending retries
+        and deferrals of earlier occurrences are dropped too.
+
+        Args:
+            job_or_id: The ``Job`` or its id.
+            when: Any form ``schedule`` accepts.
+
+        Raises:
+            JobLookupError: No live job has that id.
+        """
+        trigger = self._recurrence("when", when)
+        first = trigger.first(self._env)
+        with self._lock:
+            job = self._lookup(job_or_id)
+            paused = job._state is JobState.PAUSED
+            self._unqueue(job)
+            job.trigger = trigger
+            if not paused and job._state is not JobState.RUNNING:
+                job._state = JobState.SCHEDULED
+            self._place_first(job, first, paused)
+            event = JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+        if event is not None:
+            self._emit([event])
+        return job
+
+    def pause(self, job_or_id: Job | str) -> None:
+        """Hold a job back: nothing of it runs until ``resume``. Pausing twice is a no-op.
+
+        Raises:
+            JobLookupError: No live job has that id.
+        """
+        with self._lock:
+            job = self._lookup(job_or_id)
+            if job._state is JobState.PAUSED:
+                return
+            # Keep the due times (job._due, side.due) so resume can queue them again.
+            if job._due is not None:
+                self._queues[job.trigger.timebase].cancel(job)
+            for side in job._sides or ():
+                self._queues[MONOTONIC].cancel(side)
+            job._state = JobState.PAUSED
+        if self._listeners:
+            self._emit([JobPaused(job.id)])
+
+    def resume(self, job_or_id: Job | str) -> None:
+        """Queue a paused job again at the times it had when paused.
+
+        Occurrences that came due meanwhile are then late, and the job's misfire policy applies
+        (by default: run once, then continue from the next future time). Resuming a job that is
+        not paused is a no-op.
+
+        Raises:
+            JobLookupError: No live job has that id.
+        """
+        with self._lock:
+            job = self._lookup(job_or_id)
+            if job._state is not JobState.PAUSED:
+                return
+            job._state = JobState.SCHEDULED
+            if job._base is not None:
+                base, due = job._base, job._due
+                self._queue_regular(job, base)
+                job._due = due  # keep the jitter drawn before the pause
+                if due is not None and due != base:
+                    self._queues[job.trigger.timebase].push(job, due, job.priority)
+            for side in list(job._sides or ()):
+                assert side.due is not None
+                self._queue_side(side, side.due)
+            self._settle(job)
+            event = JobResumed(job.id, self._job_next_run_time(job)) if self._listeners else None
+        if event is not None:
+            self._emit([event])
+
+    def trigger(self, job_or_id: Job | str) -> None:
+        """Run one extra occurrence of a job now, out of band; its schedule is not touched.
+
+        Without a running runner it runs at once in the calling thread; with one, it is handed
+        to the runner like any due occurrence.
+        """
+        with self._lock:
+            job = self._lookup(job_or_id)
+            mono = self._clock.monotonic_ns()
+            side = _Side(job, self._clock.time_ns(), WALL, 1)
+            self._queue_side(side, mono)
+            runner = self._runner
+        if runner is None:
+            # Run exactly that side entry now, in this thread.
+            with self._lock:
+                if self._queues[MONOTONIC].due_of(side) is None:
+                    return
+                self._queues[MONOTONIC].cancel(side)
+                occ = self._begin(side, MONOTONIC, mono, self._clock.time_ns(), mono)
+            if occ is not None:
+                self._execute(occ)
+
+    def jobs(self) -> list[Job]:
+        """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+            wall = self._clock.time_ns()
+            mono = self._clock.monotonic_ns()
+            keyed = []
+            for i, job in enumerate(jobs):
+                nxt = self._job_next_mono(job, wall, mono)
+                keyed.append((nxt is None, nxt or 0, job.priority, i))
+        keyed.sort()
+        return [jobs[k[3]] for k in keyed]
+
+    def next_run_time(self) -> datetime | None:
+        """When the earliest queued occurrence is due, in the scheduler's zone, or None."""
+        with self._lock:
+            wall = self._clock.time_ns()
+            mono = self._clock.monotonic_ns()
+            head = self._head(wall, mono)
+            if head is None:
+                return None
+            return self._to_datetime(head[2], MONOTONIC, wall, mono)
+
+    def _job_next_mono(self, job: Job, wall: int, mono: int) -> int | None:
+        if job._state is JobState.PAUSED:
+            return None
+        best = None
+        if job._due is not None:
+            best = job._due if job.trigger.timebase == MONOTONIC else job._due - wall + mono
+        for side in job._sides or ():
+            if side.due is not None and (best is None or side.due < best):
+                best = side.due
+        return best
+
+    def _job_next_run_time(self, job: Job) -> datetime | None:
+        with self._lock:
+            wall = self._clock.time_ns()
+            mono = self._clock.monotonic_ns()
+            nxt = self._job_next_mono(job, wall, mono)
+            return None if nxt is None else self._to_datetime(nxt, MONOTONIC, wall, mono)
+
+    def _to_datetime(
+        self, ns: int, timebase: int, wall: int | None = None, mono: int | None = None
+    ) -> datetime:
+        if timebase == MONOTONIC:
+            if wall is None or mono is None:
+                wall = self._clock.time_ns()
+                mono = self._clock.monotonic_ns()
+            ns = ns - mono + wall
+        return ns_to_datetime(ns, self._tz)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener, *event_types: type[Event]) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event of the given types (all types if none).
+
+        Listeners run outside the scheduler's lock, in the thread that caused the event; one
+        that raises is logged and the others still run.
+
+        Returns:
+            A function that unsubscribes the listener.
+        """
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {listener!r}")
+        for t in event_types:
+            if not (isinstance(t, type) and issubclass(t, Event)):
+                raise TypeError(f"event_types must be Event subclasses, got {t!r}")
+        entry = (listener, tuple(event_types))
+        with self._lock:
+            # Copy-on-write: dispatch iterates a snapshot without holding the lock.
+            self._listeners = [*self._listeners, entry]
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners = [e for e in self._listeners if e is not entry]
+
+        return unsubscribe
+
+    def _emit(self, events: list[Event]) -> None:
+        listeners = self._listeners
+        if listeners:
+            for event in events:
+                dispatch(listeners, event)
+
+    # -- the life cycle -------------------------------------------------------------------------
+
+    def _head(self, wall: int, mono: int) -> tuple[int, tuple[Any, ...], int] | None:
+        """The earliest live entry of both queues: ``(queue index, entry, due as monotonic)``."""
+        hw = self._queues[WALL].head()
+        hm = self._queues[MONOTONIC].head()
+        if hw is None:
+            return None if hm is None else (MONOTONIC, hm, hm[0])
+        w_mono = hw[0] - wall + mono
+        if hm is None or (w_mono, hw[1], hw[2]) < (hm[0], hm[1], hm[2]):
+            return (WALL, hw, w_mono)
+        return (MONOTONIC, hm, hm[0])
+
+    def _pop_due(self, wall: int, mono: int) -> tuple[Any, int, int] | None:
+        """Pop the earliest entry due at ``(wall, mono)``: ``(key, queue index, due)``."""
+        head = self._head(wall, mono)
+        if head is None or head[2] > mono:
+            return None
+        tb, entry, _ = head
+        self._queues[tb].pop()
+        return entry[3], tb, entry[0]
+
+    def _begin(self, key: Any, tb: int, due: int, wall: int, mono: int) -> _Occ | None:
+        """Decide whether a popped entry runs now. Called with the lock held.
+
+        ``wall`` and ``mono`` are the clock's current readings. Returns the occurrence to
+        execute, or None if it was skipped, deferred or held back (in which case whatever
+        comes next has been queued).
+        """
+        if type(key) is Job:
+            job = key
+            job._due = None
+            trig = job.trigger
+            opts = job._opts
+            if (
+                opts is DEFAULT_OPTIONS
+                and not trig.recurring
+                and self._max_concurrent is None
+            ):
+                # The common case, kept short: every line here is paid once per run.
+                job._running += 1
+                self._running_total += 1
+                job._state = _RUNNING
+                job.attempt = 1
+                late = (mono if tb else wall) - due
+                if late > 0:
+                    self._stats.record_late(late)
+                return (job, due if job._base is None else job._base, tb, 1, mono, None)
+            base = job._base
+            assert base is not None
+            attempt = 1
+            prev_delay = None
+            now_tb = mono if tb == MONOTONIC else wall
+            late = now_tb - due
+            if trig.recurring:
+                grace = opts.grace_ns if opts.grace_ns is not None else self._grace
+                misfire = opts.misfire or self._misfire
+                skipped = 0
+                exact = True
+                if trig.after_finish:
+                    if late > grace and misfire is Misfire.SKIP:
+                        nxt, _ = trig.skip(base, now_tb, self._env)
+                        skipped = 1
+                else:
+                    if late > grace and misfire is not Misfire.RUN_ALL:
+                        nxt, skipped = trig.skip(base, now_tb, self._env)
+                        exact = skipped < 10_000
+                    else:
+                        nxt = trig.next(base, self._env)
+                    if misfire is Misfire.SKIP and late > grace:
+                        skipped += 1  # this occurrence is dropped too
+                if skipped:
+                    self._missed(job, base, tb, skipped, exact, misfire)
+                if misfire is Misfire.SKIP and late > grace:
+                    if nxt is not None:
+                        self._queue_regular(job, nxt)
+                    self._settle(job)
+                    return None
+                if not trig.after_finish and nxt is not None:
+                    self._queue_regular(job, nxt)
+                if job._running and trig.recurring:
+                    overlap = opts.overlap or self._overlap
+                    if overlap is Overlap.SKIP:
+                        self._skipped(job, base, tb, "previous run still going")
+                        self._settle(job)
+                        return None
+                    if overlap is Overlap.QUEUE:
+                        job._waiting = True
+                        self._settle(job)
+                        return None
+            limiter = opts.limiter
+            reserved = False
+            base_tb = trig.timebase
+        else:
+            side: _Side = key
+            job = side.job
+            jsides = job._sides
+            if jsides is not None:
+                jsides.remove(side)
+                if not jsides:
+                    job._sides = None
+            side.due = None
+            base = side.base
+            base_tb = side.base_tb
+            attempt = side.attempt
+            prev_delay = side.prev_delay
+            limiter = job._opts.limiter
+            reserved = side.reserved
+        if limiter is not None and not reserved:
+            at = limiter.reserve(mono)
+            if at > mono:
+                self._queue_side(_Side(job, base, base_tb, attempt, prev_delay, True), at)
+                self._stats.deferred += 1
+                if self._listeners:
+                    self._pending_events.append(
+                        JobDeferred(
+                            job.id,
+                            self._to_datetime(base, base_tb),
+                            self._to_datetime(at, MONOTONIC),
+                        )
+                    )
+                self._settle(job)
+                return None
+        if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
+            # Held until a run finishes; _finish queues the oldest held one again.
+            self._blocked.append(_Side(job, base, base_tb, attempt, prev_delay, True))
+            if job._sides is None:
+                job._sides = []
+            self._settle(job)
+            return None
+        job._running += 1
+        self._running_total += 1
+        job._state = _RUNNING
+        job.attempt = attempt
+        late = (mono if tb else wall) - due
+        if late > 0:
+            self._stats.record_late(late)
+        return (job, base, base_tb, attempt, mono, prev_delay)
+
+    def _missed(
+        self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
+    ) -> None:
+        self._stats.missed += count
+        logger.warning(
+            "job %r missed %s%d occurrence(s) (misfire policy %s)",
+            job.id,
+            "" if exact else "at least ",
+            count,
+            policy.value,
+        )
+        if self._listeners:
+            self._pending_events.append(
+                JobMissed(
+                    job.id,
+                    self._to_datetime(base, tb),
+                    self._to_datetime(self._clock.time_ns(), WALL),
+                    count,
+                    exact,
+                    policy.value,
+                )
+            )
+
+    def _skipped(self, job: Job, base: int, tb: int, reason: str) -> None:
+        self._stats.skipped += 1
+        logger.info("job %r skipped an occurrence: %s", job.id, reason)
+        if self._listeners:
+            self._pending_events.append(JobSkipped(job.id, self._to_datetime(base, tb), reason))
+
+    def _execute(self, occ: _Occ) -> None:
+        """Run one occurrence in the calling thread (no lock held) and record the outcome."""
+        done = self._call(occ)
+        with self._lock:
+            self._finish_locked(done)
+        if self._pending_events:
+            self._emit(self._take_events())
+
+    def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None]:
+        """Call the job's function for one occurrence; never raises what the job raises."""
+        job = occ[0]
+        if self._listeners:
+            self._emit([
+                JobStarted(
+                    job.id,
+                    self._to_datetime(occ[1], occ[2]),
+                    self._to_datetime(occ[4], MONOTONIC),
+                    occ[3],
+                )
+            ])
+        token = _current.set(occ)
+        try:
+            kwargs = job.kwargs
+            result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
+        except Exception as exc:
+            _current.reset(token)
+            return (occ, None, exc)
+        _current.reset(token)
+        return (occ, result, None)
+
+    def _finish_locked(self, done: tuple[_Occ, Any, Exception | None]) -> None:
+        """Record the outcome of an occurrence. Called with the lock held."""
+        occ, result, error = done
+        job = occ[0]
+        job._running -= 1
+        self._running_total -= 1
+        job.runs += 1
+        if (
+            error is None
+            and not self._listeners
+            and not self._blocked
+            and self._runner is None
+            and not job._waiting
+            and not job.trigger.after_finish
+        ):
+            # The common case, kept short: a success nobody is listening to.
+            self._stats.succeeded += 1
+            if job._running or job._due is not None or job._sides is not None:
+                self._settle(job)
+            elif job._state is _RUNNING:
+                job._state = _COMPLETED
+                del self._jobs[job.id]
+            return
+        self._finish_slow(occ, result, error)
+
+    def _finish_slow(self, occ: _Occ, result: Any, error: BaseException | None) -> None:
+        job, base, base_tb, attempt, started, prev_delay = occ
+        listening = bool(self._listeners)
+        events = self._pending_events
+        failed_dead = False
+        live = job._state is not JobState.CANCELLED
+        if error is None:
+            self._stats.succeeded += 1
+            if listening:
+                events.append(
+                    JobSucceeded(
+                        job.id,
+                        self._to_datetime(base, base_tb),
+                        self._to_datetime(started, MONOTONIC),
+                        self._to_datetime(self._clock.monotonic_ns(), MONOTONIC),
+                        attempt,
+                        result,
+                    )
+                )
+            settled = True
+        else:
+            settled, failed_dead = self._failure(
+                job, base, base_tb, attempt, started, prev_delay, error, events, live
+            )
+        if live and settled and job.trigger.after_finish and job._due is None:
+            nxt = job.trigger.next(base, self._env)
+            if nxt is not None:
+                self._queue_regular(job, nxt)
+        if live and job._waiting and not job._running:
+            job._waiting = False
+            self._queue_side(_Side(job, base, base_tb, 1), self._clock.monotonic_ns())
+        if self._blocked:
+            held = self._blocked.pop(0)
+            if held.job._state is not JobState.CANCELLED:
+                self._queue_side(held, self._clock.monotonic_ns())
+        self._settle(job, failed=failed_dead)
+        if self._runner is not None:
+            self._cond.notify_all()
+
+    def _failure(
+        self,
+        job: Job,
+        base: int,
+        base_tb: int,
+        attempt: int,
+        started: int,
+        prev_delay: float | None,
+        error: BaseException,
+        events: list[Event],
+        live: bool,
+    ) -> tuple[bool, bool]:
+        """Handle a failed attempt. Returns ``(occurrence settled, one-shot job now dead)``."""
+        job.failures += 1
+        job.last_error = error
+        self._stats.failed += 1
+        policy = job._opts.retry or self._retry
+        delay: float | None = None
+        if live:
+            try:
+                delay = policy.delay(attempt, error, self._rng, prev_delay)
+            except Exception:
+                logger.exception("retry policy %r raised; giving up on job %r", policy, job.id)
+                delay = None
+            if delay is not None and (not math.isfinite(delay) or delay < 0):
+                logger.error("retry policy %r returned %r; giving up", policy, delay)
+                delay = None
+        mono = self._clock.monotonic_ns()
+        retry_at = None
+        if delay is not None:
+            retry_at = mono + round(delay * NS_PER_SECOND)
+            self._queue_side(_Side(job, base, base_tb, attempt + 1, delay), retry_at)
+            self._stats.retried += 1
+            logger.warning(
+                "job %r attempt %d failed (%s: %s); retrying in %.3f s",
+                job.id,
+                attempt,
+                type(error).__name__,
+                error,
+                delay,
+                exc_info=error,
+            )
+        else:
+            logger.error(
+                "job %r attempt %d failed (%s: %s)",
+                job.id,
+                attempt,
+                type(error).__name__,
+                error,
+                exc_info=error,
+            )
+        if self._listeners:
+            events.append(
+                JobFailed(
+                    job.id,
+                    self._to_datetime(base, base_tb),
+                    self._to_datetime(started, MONOTONIC),
+                    self._to_datetime(mono, MONOTONIC),
+                    attempt,
+                    error,
+                    None if retry_at is None else self._to_datetime(retry_at, MONOTONIC),
+                )
+            )
+        if delay is not None:
+            return False, False
+        # The occurrence is dead.
+        self._stats.dead += 1
+        if not isinstance(policy, NoRetry):
+            logger.error("job %r is dead after %d attempt(s)", job.id, attempt)
+        if self._listeners:
+            events.append(JobDead(job.id, self._to_datetime(base, base_tb), attempt, error))
+        one_shot_dead = (
+            live
+            and not job.trigger.recurring
+            and job._due is None
+            and not job._sides
+            and not job._running
+        )
+        if one_shot_dead:
+            self._failed[job.id] = FailedJob(
+                job,
+                error,
+                "".join(traceback.format_exception(type(error), error, error.__traceback__)),
+                attempt,
+                self._to_datetime(base, base_tb),
+                self._to_datetime(mono, MONOTONIC),
+            )
+        return True, one_shot_dead
+
+    # -- dead letters ---------------------------------------------------------------------------
+
+    def failed(self) -> list[FailedJob]:
+        """One-shot jobs whose last attempt failed (the dead-letter list), oldest first."""
+        with self._lock:
+            return list(self._failed.values())
+
+    def retry_failed(self, id: str) -> Job:  # noqa: A002
+        """Queue a dead one-shot job again, now, with a fresh attempt count.
+
+        Raises:
+            JobLookupError: No failed job has that id.
+            ConflictingIdError: A live job has taken the id meanwhile.
+        """
+        if not isinstance(id, str):
+            raise TypeError(f"id must be a str, got {id!r}")
+        with self._lock:
+            entry = self._failed.get(id)
+            if entry is None:
+                raise JobLookupError(id)
+            if id in self._jobs:
+                raise ConflictingIdError(id)
+            if self._shutdown:
+                raise SchedulerShutdownError("retry a failed job")
+            del self._failed[id]
+            job = entry.job
+            job.trigger = After(0)
+            job._state = JobState.SCHEDULED
+            job.attempt = 0
+            self._jobs[id] = job
+            self._queue_regular(job, self._clock.monotonic_ns())
+            event = JobAdded(id, self._job_next_run_time(job)) if self._listeners else None
+        if event is not None:
+            self._emit([event])
+        return job
+
+    def discard_failed(self, id: str) -> bool:  # noqa: A002
+        """Drop a job from the dead-letter list. Returns whether it was there."""
+        if not isinstance(id, str):
+            raise TypeError(f"id must be a str, got {id!r}")
+        with self._lock:
+            return self._failed.pop(id, None) is not None
+
+    def stats(self) -> Stats:
+        """A snapshot of counters, queue sizes and start-lateness percentiles."""
+        with self._lock:
+            wall, mono = self._queues
+            return self._stats.snapshot(
+                live=len(wall) + len(mono),
+                stale=wall.stale + mono.stale,
+                compactions=wall.compactions + mono.compactions,
+                jobs=len(self._jobs),
+                running=self._running_total,
+            )
+
+    # -- driving time by hand -------------------------------------------------------------------
+
+    def _steppable(self, method: str) -> SteppableClock:
+        clock = self._clock
+        if not isinstance(clock, SteppableClock):
+            raise TypeError(
+                f"{method}() needs a steppable clock such as FakeClock; this scheduler's clock "
+                f"is {clock!r}, which only real time moves"
+            )
+        return clock
+
+    def run_pending(self) -> int:
+        """Run, in this thread, every occurrence due at the clock's current time.
+
+        Occurrences run in ``(due, priority, insertion)`` order; ones that running jobs make due
+        by then run too. Works with any clock.
+
+        Returns:
+            How many occurrences ran.
+        """
+        clock = self._clock
+        with self._lock:
+            wall = clock.time_ns()
+            mono = clock.monotonic_ns()
+        count = 0
+        while True:
+            with self._lock:
+                item = self._pop_due(wall, mono)
+                if item is None:
+                    break
+                occ = self._begin(*item, clock.time_ns(), clock.monotonic_ns())
+                events = self._take_events()
+            if events:
+                self._emit(events)
+            if occ is not None:
+                self._execute(occ)
+                count += 1
+        return count
+
+    def step(self) -> Run | None:
+        """Jump the clock to the next due occurrence and run it (needs a steppable clock).
+
+        An occurrence already overdue runs without moving the clock. Occurrences that are
+        skipped or deferred on the way do not count: ``step`` returns the first that ran.
+
+        Returns:
+            The ``Run`` that ran, or None if nothing is queued.
+        """
+        clock = self._steppable("step")
+        while True:
+            with self._lock:
+                wall = clock.time_ns()
+                mono = clock.monotonic_ns()
+                head = self._head(wall, mono)
+                if head is None:
+                    return None
+                if head[2] > mono:
+                    clock.advance_ns(head[2] - mono)
+                    wall = clock.time_ns()
+                    mono = clock.monotonic_ns()
+                item = self._pop_due(wall, mono)
+                occ = None if item is None else self._begin(*item, wall, mono)
+                events = self._take_events()
+            if events:
+                self._emit(events)
+            if occ is not None:
+                self._execute(occ)
+                return Run(occ[0], occ[1], occ[2], occ[3])
+
+    def run_until(self, when: datetime | float | int) -> int:
+        """Run every occurrence due up to and including ``when``, in order.
+
+        Before each occurrence runs, the clock is set to that occurrence's own due time, so a
+        job due at 09:00 sees 09:00. Occurrences scheduled by running jobs run too if they fall
+        in the range. The clock ends at ``when`` (it never moves back).
+
+        Args:
+            when: Wall-clock target: an aware datetime, or epoch seconds.
+
+        Returns:
+            How many occurrences ran.
+
+        Raises:
+            TypeError: The clock is not steppable (e.g. ``SystemClock``).
+        """
+        clock = self._steppable("run_until")
+        if isinstance(when, datetime):
+            target = datetime_to_ns(aware_datetime("when", when))
+        elif isinstance(when, (int, float)) and not isinstance(when, bool):
+            if isinstance(when, float) and not math.isfinite(when):
+                raise InvalidArgument(f"when must be a finite epoch time, got {when!r}")
+            target = round(when * NS_PER_SECOND)
+        else:
+            raise TypeError(f"when must be an aware datetime or epoch seconds, got {when!r}")
+        return self._run_to(clock, target)
+
+    def run_for(self, seconds: float | int | timedelta) -> int:
+        """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta)."""
+        clock = self._steppable("run_for")
+        span = duration_ns("seconds", seconds)
+        return self._run_to(clock, clock.time_ns() + span)
+
+    def _run_to(self, clock: SteppableClock, target: int) -> int:
+        # The simulation hot loop: a few dozen bytecodes per occurrence decide whether duetime
+        # is faster than the standard library's sched, so names are bound locally and each
+        # occurrence's outcome is recorded under the same lock acquisition that picks the next.
+        count = 0
+        lock = self._lock
+        qwall, qmono = self._queues
+        begin = self._begin
+        call = self._call
+        finish = self._finish_locked
+        time_ns = clock.time_ns
+        monotonic_ns = clock.monotonic_ns
+        advance_ns = clock.advance_ns
+        done = None
+        try:
+            while True:
+                with lock:
+                    if done is not None:
+                        finish(done)
+                        done = None
+                    wall = time_ns()
+                    mono = monotonic_ns()
+                    limit = target - wall + mono  # the wall target on the monotonic axis
+                    if qwall:
+                        head = self._head(wall, mono)
+                        if head is None or head[2] > limit:
+                            break
+                        tb, entry, due = head
+                        self._queues[tb].pop()
+                    else:
+                        entry = qmono.pop_due_entry(limit)
+                        if entry is None:
+                            break
+                        tb = MONOTONIC
+                        due = entry[0]
+                    if due > mono:
+                        # The clock is exact integers: after this jump "now" equals the due
+                        # time, so the occurrence is never left a rounding error short of due.
+                        advance_ns(due - mono)
+                        wall += due - mono
+                        mono = due
+                    occ = begin(entry[3], tb, entry[0], wall, mono)
+                    events = self._pending_events
+                    if events:
+                        self._pending_events = []
+                if events:
+                    self._emit(events)
+                if occ is not None:
+                    done = call(occ)
+                    count += 1
+        finally:
+            if done is not None:  # only when the loop was left by an exception
+                with lock:
+                    finish(done)
+        if self._pending_events:
+            self._emit(self._take_events())
+        wall = time_ns()
+        if target > wall:
+            advance_ns(target - wall)
+        return count
+
+    def _take_events(self) -> list[Event]:
+        events = self._pending_events
+        if events:
+            self._pending_events = []
+        return events
+
+    # -- running for real -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the runner thread: jobs run on their own, at their times.
+
+        Raises:
+            RuntimeError: The scheduler is already running.
+            SchedulerShutdownError: The scheduler has been shut down.
+        """
+        from duetime.runner import Runner
+
+        with self._lock:
+            if self._shutdown:
+                raise SchedulerShutdownError("start")
+            if self._runner is not None:
+                raise RuntimeError("the scheduler is already running; start() was called twice")
+            self._runner = Runner(self)
+        self._runner.start()
+
+    @property
+    def running(self) -> bool:
+        """Whether the runner thread is running."""
+        return self._runner is not None
+
+    def shutdown(self, wait: bool = True, cancel_running: bool = False) -> None:
+        """Stop the scheduler: no new work is accepted and no further occurrence starts.
+
+        Args:
+            wait: Block until running jobs have finished.
+            cancel_running: Cancel work handed to executors that has not started yet.
+        """
+        with self._lock:
+            already = self._shutdown
+            self._shutdown = True
+            runner = self._runner
+            self._cond.notify_all()
+        if runner is not None:
+            runner.stop(wait=wait, cancel_running=cancel_running)
+        elif not already:
+            pass
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is due now and nothing is running (for tests).
+
+        Args:
+            timeout: Real seconds to wait at most (None: no limit).
+
+        Returns:
+            True if idle was reached, False on timeout.
+        """
+        runner = self._runner
+        if runner is None:
+            with self._lock:
+                wall = self._clock.time_ns()
+                mono = self._clock.monotonic_ns()
+                head = self._head(wall, mono)
+                return self._running_total == 0 and (head is None or head[2] > mono)
+        return runner.wait_idle(timeout)
+
+    def __enter__(self) -> Scheduler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown(wait=True)
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.jobs())
