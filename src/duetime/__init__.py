@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
 from duetime.core import EventQueue
+from duetime.cron import Cron
 from duetime.errors import (
     ConflictingIdError,
     DuetimeError,
@@ -33,6 +34,7 @@ from duetime.events import (
     SchedulerStopped,
 )
 from duetime.job import Job, JobState, Misfire, Overlap, Run, current_run
+from duetime.poisson import Poisson, Window
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import After, At, FixedDelay, FixedRate, Recurrence
 from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
@@ -46,6 +48,7 @@ __all__ = [
     "At",
     "Clock",
     "ConflictingIdError",
+    "Cron",
     "DuetimeError",
     "Event",
     "EventQueue",
@@ -76,6 +79,7 @@ __all__ = [
     "Misfire",
     "NoRetry",
     "Overlap",
+    "Poisson",
     "Recurrence",
     "RetryPolicy",
     "Run",
@@ -87,5 +91,6 @@ __all__ = [
     "SteppableClock",
     "SystemClock",
     "TokenBucket",
+    "Window",
     "current_run",
 ]

@@ -80,9 +80,14 @@ class Recurrence(Protocol):
             occurrence starts, so a long run cannot push the schedule back.
     """
 
-    timebase: ClassVar[int]
-    after_finish: ClassVar[bool]
-    recurring: ClassVar[bool]
+    @property
+    def timebase(self) -> int: ...
+
+    @property
+    def after_finish(self) -> bool: ...
+
+    @property
+    def recurring(self) -> bool: ...
 
     def first(self, env: Env) -> int | None:
         """The first due time, in nanoseconds of ``timebase``, or None if there is none."""

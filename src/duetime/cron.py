@@ -1,0 +1,328 @@
+"""Cron expressions with time zones and a written-down DST policy.
+
+croniter does the calendar matching, on *naive local* times only, where it is plain wall-clock
+arithmetic. Mapping local times to real instants is done here, because that is where schedulers go
+wrong: jobs skipped on spring-forward, run twice or looping on fall-back.
+
+The policy (DESIGN.md, "Calendar semantics"):
+
+* *Wildcard-timed* expressions (minute or hour field starting with ``*``) fire at every real
+  instant whose local wall time matches: both passes of a repeated (fall-back) hour; a skipped
+  (spring-forward) hour has no instants, so nothing fires in it.
+* *Fixed-timed* expressions fire once per matching local date-time: a time in a fold fires at its
+  first occurrence; a time in a gap fires at PEP 495's ``fold=0`` reading (the offset from before
+  the transition), so 02:30 in a 02:00-03:00 gap fires at 03:30 new time. Two local times that
+  land on the same instant fire once.
+
+How: the timeline is cut into *segments* of constant UTC offset. Inside a segment, local time is
+instant + offset, so "the first local match after L" (croniter) maps straight back to an instant.
+Only the segment boundaries need care: a fold segment re-traverses local times (fixed-timed
+expressions skip them), a gap segment is preceded by local times that do not exist (fixed-timed
+expressions fire them, shifted, at the start of the segment). Away from transitions, which is
+almost always, the cost is one croniter call plus one offset probe per fire. Transitions are found
+by probing ``utcoffset`` and bisecting to the second; every search is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import ClassVar
+
+from croniter import croniter
+
+from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, zone
+from duetime.errors import InvalidArgument
+from duetime.recurrence import WALL, Env, _skip_by_walking
+
+__all__ = ["Cron", "fire_times"]
+
+_ALIASES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+# croniter's hashed ("H") and random ("R") extensions make a schedule differ between processes;
+# a scheduler that must fire the same instant everywhere rejects them.
+_NONDETERMINISTIC = re.compile(r"^[HhRr](?:$|[(/])")
+
+_EPOCH_NAIVE = datetime(1970, 1, 1)
+_SECOND = timedelta(seconds=1)
+#: How far back a transition can still change what fires now (a fold or gap lasts at most a
+#: day: Pacific/Apia skipped 2011-12-30 entirely).
+_LOOKBACK = 26 * 3600
+#: How far ahead one search trusts an unchanged offset before probing again.
+_HORIZON = 3 * 86400
+#: Grid on which the slow path probes for transitions before bisecting (no zone has had two
+#: transitions within six hours).
+_PROBE_STEP = 6 * 3600
+#: Searches give up after this many windows; with croniter's own 50-year limit this bounds
+#: every next-time computation.
+_MAX_WINDOWS = 10_000
+
+
+def _offset(tz: tzinfo, second: int) -> int:
+    """UTC offset in seconds at an epoch second."""
+    off = datetime.fromtimestamp(second, tz).utcoffset()
+    assert off is not None
+    return off.days * 86400 + off.seconds
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _State:
+    """Per-thread croniter instance (croniter objects keep a cursor: not shareable)."""
+
+    local: threading.local = field(default_factory=threading.local)
+
+
+@dataclass(frozen=True, slots=True)
+class Cron:
+    """A cron schedule in a time zone, with start and end bounds.
+
+    Args:
+        expr: 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first;
+            names (``jan``, ``mon``), ranges, steps, ``L`` (last day of month), ``L5`` (last
+            Friday), ``mon#2`` (second Monday), ``@daily``-style aliases. Weekdays 0 and 7 are
+            Sunday; day-of-month and day-of-week are OR-ed when both are restricted, as in
+            crontab(5).
+        tz: IANA zone name or tzinfo the expression is read in. None: the scheduler's zone.
+        start: Aware datetime; no fire before it.
+        end: Aware datetime; no fire after it (inclusive).
+
+    Raises:
+        InvalidArgument: The expression is invalid or can never match, the zone is unknown,
+            or ``end`` is before ``start``.
+    """
+
+    expr: str
+    tz: str | tzinfo | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    _fields: str = field(init=False, repr=False, compare=False)
+    _zone: tzinfo | None = field(init=False, repr=False, compare=False)
+    _wildcard: bool = field(init=False, repr=False, compare=False)
+    _start_s: int | None = field(init=False, repr=False, compare=False)
+    _end_s: int | None = field(init=False, repr=False, compare=False)
+    _state: _State = field(init=False, repr=False, compare=False)
+
+    timebase: ClassVar[int] = WALL
+    after_finish: ClassVar[bool] = False
+    recurring: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        expr = self.expr
+        if not isinstance(expr, str):
+            raise TypeError(f"expr must be a cron expression string, got {expr!r}")
+        text = " ".join(expr.split())
+        text = _ALIASES.get(text.lower(), text)
+        fields = text.split(" ")
+        if len(fields) not in (5, 6) or not text:
+            raise InvalidArgument(
+                f"expr must have 5 fields (or 6 with seconds first), got {len(fields)} "
+                f"in {expr!r}"
+            )
+        for f in fields:
+            for part in f.split(","):
+                if _NONDETERMINISTIC.match(part):
+                    raise InvalidArgument(
+                        f"expr uses croniter's hashed/random syntax {part!r}, which is not "
+                        f"deterministic: {expr!r}"
+                    )
+        try:
+            croniter(text, _EPOCH_NAIVE, second_at_beginning=True)
+            if not croniter.is_valid(text, second_at_beginning=True, strict=True):
+                raise InvalidArgument(f"expr can never match any date: {expr!r}")
+        except InvalidArgument:
+            raise
+        except (ValueError, AttributeError, KeyError, TypeError) as exc:
+            raise InvalidArgument(f"expr is not a valid cron expression: {expr!r} ({exc})") from exc
+        minute, hour = (fields[0], fields[1]) if len(fields) == 5 else (fields[1], fields[2])
+        set_(self, "_fields", text)
+        set_(self, "_wildcard", minute.startswith("*") or hour.startswith("*"))
+        set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
+        start_s = end_s = None
+        if self.start is not None:
+            start_s = -(-datetime_to_ns(aware_datetime("start", self.start)) // NS_PER_SECOND)
+        if self.end is not None:
+            end_s = datetime_to_ns(aware_datetime("end", self.end)) // NS_PER_SECOND
+        if start_s is not None and end_s is not None and end_s < start_s:
+            raise InvalidArgument(f"end must not be before start, got start={self.start!r}, "
+                                  f"end={self.end!r}")
+        set_(self, "_start_s", start_s)
+        set_(self, "_end_s", end_s)
+        set_(self, "_state", _State())
+
+    @property
+    def wildcard_timed(self) -> bool:
+        """True if the minute or hour field starts with ``*`` (see the DST policy)."""
+        return self._wildcard
+
+    # -- Recurrence protocol (nanoseconds of wall-clock time) --------------------------------
+
+    def first(self, env: Env) -> int | None:
+        """The first fire strictly after now (and not before ``start``)."""
+        now_s = env.clock.time_ns() // NS_PER_SECOND
+        if self._start_s is not None and self._start_s - 1 > now_s:
+            now_s = self._start_s - 1
+        return self._bounded(self.next_fire(now_s, self._tz(env)))
+
+    def next(self, due: int, env: Env) -> int | None:
+        """The first fire strictly after ``due``."""
+        return self._bounded(self.next_fire(due // NS_PER_SECOND, self._tz(env)))
+
+    def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:
+        """The first fire after ``until``, counting fires in ``(due, until]`` (bounded walk)."""
+        return _skip_by_walking(self, due, until, env)
+
+    def _tz(self, env: Env) -> tzinfo:
+        return self._zone if self._zone is not None else env.tz
+
+    def _bounded(self, fire_s: int | None) -> int | None:
+        if fire_s is None or (self._end_s is not None and fire_s > self._end_s):
+            return None
+        return fire_s * NS_PER_SECOND
+
+    # -- the DST-aware search (epoch seconds) --------------------------------------------------
+
+    def _naive_next(self, local_s: int) -> int | None:
+        """First naive local time (as seconds) strictly after ``local_s`` that matches."""
+        local = self._state.local
+        it = getattr(local, "it", None)
+        if it is None:
+            it = croniter(self._fields, _EPOCH_NAIVE, second_at_beginning=True)
+            local.it = it
+        try:
+            nxt = it.get_next(datetime, start_time=_EPOCH_NAIVE + timedelta(seconds=local_s))
+        except (ValueError, OverflowError):  # croniter's "no match in 50 years", year 9999
+            return None
+        return (nxt - _EPOCH_NAIVE) // _SECOND  # type: ignore[no-any-return]
+
+    def next_fire(self, t: int, tz: tzinfo) -> int | None:
+        """The first fire instant strictly after epoch second ``t`` in zone ``tz``, or None."""
+        for _ in range(_MAX_WINDOWS):
+            lo, hi = t - _LOOKBACK, t + _HORIZON
+            o = _offset(tz, t)
+            if _offset(tz, lo) == o and _offset(tz, hi) == o:
+                # Fast path: no transition near t, one offset; local time is instant + o.
+                x = self._naive_next(t + o)
+                if x is None:
+                    return None
+                c = x - o
+                if c <= hi:
+                    return c
+            else:
+                found, c = self._search_window(t, lo, hi, tz)
+                if found:
+                    return c
+                if c is None:
+                    return None
+                o = _offset(tz, hi)
+            # The first local match lies beyond the window. Nothing fires before it (no local
+            # time between here and there matches), so if no transition is near it, it is the
+            # answer; otherwise search the window that ends at it.
+            if _offset(tz, c) == o and _offset(tz, c - _LOOKBACK) == o:
+                return c
+            t = max(t + 1, c - _LOOKBACK - 1)
+        return None
+
+    def _search_window(
+        self, t: int, lo: int, hi: int, tz: tzinfo
+    ) -> tuple[bool, int | None]:
+        """Search segment by segment in ``(t, hi]``.
+
+        Returns ``(True, fire)`` when a fire is found, else ``(False, c)`` where ``c`` is the
+        first local match after the window mapped with the last segment's offset (None: no
+        further match at all).
+        """
+        segments = [(lo, _offset(tz, lo))]
+        segments.extend(_transitions(tz, lo, hi))
+        fixed = not self._wildcard
+        c_last: int | None = None
+        for i, (s, o) in enumerate(segments):
+            e = segments[i + 1][0] if i + 1 < len(segments) else None
+            if e is not None and e <= t + 1:
+                continue
+            o_prev = segments[i - 1][1] if i > 0 else o
+            lower = max(t + 1, s)
+            candidates = []
+            # Local times of this segment, from `lower` on.
+            y = lower + o - 1
+            if fixed and o_prev > o:
+                # A fold: the local range [s+o, s+o_prev) already fired in the first pass.
+                y = max(y, s + o_prev - 1)
+            x = self._naive_next(y)
+            if x is None:
+                return False, None
+            if e is None or x - o < e:
+                candidates.append(x - o)
+            if fixed and o_prev < o:
+                # A gap: local times [s+o_prev, s+o) do not exist; fold=0 maps them to
+                # x - o_prev, at the start of this segment.
+                x2 = self._naive_next(max(lower + o_prev - 1, s + o_prev - 1))
+                if x2 is not None and x2 < s + o and (e is None or x2 - o_prev < e):
+                    candidates.append(x2 - o_prev)
+            if candidates:
+                best = min(candidates)
+                if best <= hi:
+                    return True, best
+                c_last = best
+            elif e is None:
+                c_last = x - o
+        return False, c_last
+
+
+def _transitions(tz: tzinfo, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Offset changes in ``(lo, hi]`` as ``(first second of the new offset, new offset)``."""
+    out: list[tuple[int, int]] = []
+    a, oa = lo, _offset(tz, lo)
+    while a < hi:
+        b = min(a + _PROBE_STEP, hi)
+        ob = _offset(tz, b)
+        if ob != oa:
+            left, right = a, b
+            while right - left > 1:
+                mid = (left + right) // 2
+                if _offset(tz, mid) == oa:
+                    left = mid
+                else:
+                    right = mid
+            out.append((right, _offset(tz, right)))
+        a, oa = b, ob
+    return out
+
+
+def fire_times(
+    cron: Cron, after: datetime, count: int, tz: tzinfo | None = None
+) -> list[datetime]:
+    """The next ``count`` fire times of ``cron`` strictly after ``after``, as aware datetimes.
+
+    Args:
+        cron: The expression.
+        after: An aware datetime.
+        count: How many (>= 0).
+        tz: Zone for an expression built without one. Default: UTC.
+    """
+    aware_datetime("after", after)
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise TypeError(f"count must be an int, got {count!r}")
+    if count < 0:
+        raise InvalidArgument(f"count must not be negative, got {count!r}")
+    zone_ = cron._zone or tz or timezone.utc
+    out: list[datetime] = []
+    t = datetime_to_ns(after) // NS_PER_SECOND
+    if cron._start_s is not None and cron._start_s - 1 > t:
+        t = cron._start_s - 1
+    while len(out) < count:
+        nxt = cron.next_fire(t, zone_)
+        if nxt is None or (cron._end_s is not None and nxt > cron._end_s):
+            break
+        out.append(datetime.fromtimestamp(nxt, zone_))
+        t = nxt
+    return out

@@ -1,0 +1,285 @@
+"""Poisson arrivals, optionally confined to opening windows ("~300 a day, office hours").
+
+Exponential gaps make work arrive smoothly and unpredictably, with no top-of-the-minute spikes.
+With windows, gaps are measured in *open time only*: the process is a time-changed Poisson
+process whose clock stops while every window is closed. So
+
+* nothing fires outside a window;
+* nothing bunches at the opening (a gap that runs past closing time simply continues when the
+  next window opens; an "overdue" backlog is never released at once);
+* the daily target holds: the rate per open second is ``per_day`` divided by the open seconds of
+  an open day.
+
+Windows are local wall-clock times in a zone, so a window from 09:00 to 18:00 is 9 hours long
+on ordinary days, 8 on the spring-forward day and 10 on the fall-back day (real elapsed seconds
+are what the Poisson clock counts).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, tzinfo
+
+from duetime._validate import NS_PER_SECOND, zone
+from duetime.errors import InvalidArgument
+from duetime.recurrence import MONOTONIC, WALL, Env, _skip_by_walking
+
+__all__ = ["Poisson", "Window"]
+
+_DAY_NAMES = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+_MAX_DAYS_SCANNED = 8  # a window open on any weekday opens within a week
+
+
+def _parse_clock(name: str, value: object) -> int:
+    """``"HH:MM"`` (``"24:00"`` allowed) or a ``datetime.time`` -> seconds after midnight."""
+    if isinstance(value, time):
+        return value.hour * 3600 + value.minute * 60 + value.second
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be 'HH:MM' or a datetime.time, got {value!r}")
+    parts = value.split(":")
+    try:
+        if len(parts) not in (2, 3):
+            raise ValueError
+        nums = [int(p) for p in parts]
+    except ValueError:
+        raise InvalidArgument(f"{name} must be 'HH:MM', got {value!r}") from None
+    hour, minute = nums[0], nums[1]
+    second = nums[2] if len(nums) == 3 else 0
+    if (hour, minute, second) == (24, 0, 0):
+        return 86400
+    if not (0 <= hour < 24 and 0 <= minute < 60 and 0 <= second < 60):
+        raise InvalidArgument(f"{name} is not a time of day: {value!r}")
+    return hour * 3600 + minute * 60 + second
+
+
+def _parse_days(value: object) -> frozenset[int]:
+    """``"mon-fri"``, ``"mon,wed,fri"``, ``"sat-sun"``, an iterable of 0-6 (Monday=0), or None
+    (every day)."""
+    if value is None:
+        return frozenset(range(7))
+    if isinstance(value, str):
+        days: set[int] = set()
+        for part in value.lower().replace(" ", "").split(","):
+            ends = part.split("-")
+            if len(ends) > 2 or any(e not in _DAY_NAMES for e in ends):
+                raise InvalidArgument(
+                    f"days must be like 'mon-fri' or 'mon,wed,fri', got {value!r}"
+                )
+            a = _DAY_NAMES.index(ends[0])
+            b = _DAY_NAMES.index(ends[-1])
+            i = a
+            while True:  # wrap-around ranges such as 'fri-mon' are allowed
+                days.add(i)
+                if i == b:
+                    break
+                i = (i + 1) % 7
+        return frozenset(days)
+    if isinstance(value, Iterable):
+        items = list(value)
+        for d in items:
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 6:
+                raise InvalidArgument(f"days must hold weekday numbers 0-6, got {value!r}")
+        if not items:
+            raise InvalidArgument(f"days must not be empty, got {value!r}")
+        return frozenset(items)
+    raise TypeError(f"days must be a string like 'mon-fri' or weekday numbers, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A daily opening window in local wall-clock time.
+
+    Args:
+        start: Opening time, ``"HH:MM"`` or a ``datetime.time``.
+        end: Closing time (``"24:00"`` for midnight). Earlier than ``start`` means overnight:
+            ``Window("22:00", "06:00")`` opens at 22:00 and closes at 06:00 the next morning.
+        days: Weekdays on which the window *opens*: ``"mon-fri"``, ``"sat,sun"``, weekday
+            numbers (Monday = 0), or None for every day.
+        tz: Zone of the times (IANA name or tzinfo). None: the scheduler's zone.
+
+    Raises:
+        InvalidArgument: A bad time, an empty window (start equal to end) or no days.
+    """
+
+    start: str | time
+    end: str | time
+    days: str | Sequence[int] | None = None
+    tz: str | tzinfo | None = None
+    _start_s: int = field(init=False, repr=False, compare=False)
+    _end_s: int = field(init=False, repr=False, compare=False)
+    _days: frozenset[int] = field(init=False, repr=False, compare=False)
+    _zone: tzinfo | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        start = _parse_clock("start", self.start)
+        end = _parse_clock("end", self.end)
+        if start == 86400:
+            raise InvalidArgument(f"start must be before 24:00, got {self.start!r}")
+        if start == end:
+            raise InvalidArgument(
+                f"window is empty: start and end are both {self.start!r}; "
+                "use Window('00:00', '24:00') for a whole day"
+            )
+        if isinstance(self.days, Sequence) and not isinstance(self.days, str):
+            set_(self, "days", tuple(self.days))
+        set_(self, "_start_s", start)
+        set_(self, "_end_s", end if end > start else end + 86400)
+        set_(self, "_days", _parse_days(self.days))
+        set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
+
+    @property
+    def nominal_seconds(self) -> int:
+        """Length of one opening in seconds, ignoring DST."""
+        return self._end_s - self._start_s
+
+    def intervals(self, after: int, tz: tzinfo) -> Iterator[tuple[int, int]]:
+        """Openings as ``(open, close)`` epoch seconds, in order, the first one closing after
+        ``after``. Infinite; callers bound their loops."""
+        z = self._zone or tz
+        day = datetime.fromtimestamp(after, z).date() - timedelta(days=1)
+        while True:
+            if day.weekday() in self._days:
+                a = _instant(day, self._start_s, z)
+                b = _instant(day, self._end_s, z)
+                if b > after and b > a:
+                    yield a, b
+            day += timedelta(days=1)
+
+
+def _instant(day: date, seconds: int, tz: tzinfo) -> int:
+    """Epoch second of local ``day`` + ``seconds`` (may exceed a day), PEP 495 fold=0."""
+    extra, sec = divmod(seconds, 86400)
+    d = day + timedelta(days=extra)
+    local = datetime(d.year, d.month, d.day, sec // 3600, sec % 3600 // 60, sec % 60, tzinfo=tz)
+    return int(local.timestamp())
+
+
+def _open_intervals(windows: Sequence[Window], after: int, tz: tzinfo) -> Iterator[tuple[int, int]]:
+    """The union of the windows' openings from ``after`` on, merged, in order."""
+    merged = heapq.merge(*(w.intervals(after, tz) for w in windows))
+    cur_a, cur_b = next(merged)
+    for a, b in merged:
+        if a <= cur_b:
+            cur_b = max(cur_b, b)
+            continue
+        yield max(cur_a, after), cur_b
+        cur_a, cur_b = a, b
+        # Yielded lazily: the caller stops as soon as its gap is used up.
+    yield max(cur_a, after), cur_b  # pragma: no cover - merged streams are infinite
+
+
+@dataclass(frozen=True, slots=True)
+class Poisson:
+    """Random arrivals at a steady average rate, optionally only inside windows.
+
+    Give exactly one of ``per_day``, ``rate`` or ``mean_interval``. Random draws come from the
+    scheduler's ``rng``: ``Scheduler(rng=random.Random(seed))`` makes them reproducible.
+
+    Args:
+        per_day: Average arrivals per day. With windows: per *open day* (open seconds of a
+            typical week divided by the number of weekdays the windows open on).
+        rate: Average arrivals per second (per open second with windows).
+        mean_interval: Average gap in seconds (in open seconds with windows).
+        window: A ``Window``, or several (their union is open time).
+
+    Raises:
+        InvalidArgument: No or several rate parameters, a non-positive or non-finite rate.
+    """
+
+    per_day: float | None = None
+    rate: float | None = None
+    mean_interval: float | None = None
+    window: Window | Sequence[Window] | None = None
+    _rate: float = field(init=False, repr=False, compare=False)
+    _windows: tuple[Window, ...] = field(init=False, repr=False, compare=False)
+
+    after_finish = False
+    recurring = True
+
+    def __post_init__(self) -> None:
+        given = {
+            k: v
+            for k, v in (
+                ("per_day", self.per_day),
+                ("rate", self.rate),
+                ("mean_interval", self.mean_interval),
+            )
+            if v is not None
+        }
+        if len(given) != 1:
+            raise InvalidArgument(
+                "give exactly one of per_day, rate or mean_interval, got "
+                f"{given or 'none'!r}"
+            )
+        ((name, value),) = given.items()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        if not math.isfinite(value) or value <= 0:
+            raise InvalidArgument(f"{name} must be a positive finite number, got {value!r}")
+        windows: tuple[Window, ...]
+        if self.window is None:
+            windows = ()
+        elif isinstance(self.window, Window):
+            windows = (self.window,)
+        elif isinstance(self.window, Sequence) and all(isinstance(w, Window) for w in self.window):
+            windows = tuple(self.window)
+            if not windows:
+                raise InvalidArgument("window must not be an empty list")
+            object.__setattr__(self, "window", windows)
+        else:
+            raise TypeError(f"window must be a Window or a list of Windows, got {self.window!r}")
+        if name == "rate":
+            rate = float(value)
+        elif name == "mean_interval":
+            rate = 1.0 / value
+        elif windows:
+            open_days = set().union(*(w._days for w in windows))
+            weekly = sum(w.nominal_seconds * len(w._days) for w in windows)
+            rate = value / (weekly / len(open_days))
+        else:
+            rate = value / 86400
+        object.__setattr__(self, "_rate", rate)
+        object.__setattr__(self, "_windows", windows)
+
+    @property
+    def timebase(self) -> int:
+        """``WALL`` with windows (they are wall-clock times), else ``MONOTONIC``."""
+        return WALL if self._windows else MONOTONIC
+
+    @property
+    def rate_per_second(self) -> float:
+        """Arrivals per (open) second."""
+        return self._rate
+
+    def first(self, env: Env) -> int | None:
+        """The first arrival after now."""
+        now = env.clock.time_ns() if self._windows else env.clock.monotonic_ns()
+        return self.next(now, env)
+
+    def next(self, due: int, env: Env) -> int | None:
+        """One exponential gap (of open time) after ``due``."""
+        gap = env.rng.expovariate(self._rate)
+        if not self._windows:
+            return due + max(1, round(gap * NS_PER_SECOND))
+        return self._advance_open(due, gap, env.tz)
+
+    def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:
+        """The first arrival after ``until``, counting arrivals in ``(due, until]`` (bounded)."""
+        return _skip_by_walking(self, due, until, env)
+
+    def _advance_open(self, t_ns: int, gap: float, tz: tzinfo) -> int:
+        """The instant ``gap`` open seconds after ``t_ns``."""
+        t = t_ns / NS_PER_SECOND
+        after = math.floor(t)
+        remaining = gap
+        for a, b in _open_intervals(self._windows, after, tz):
+            start = max(float(a), t)
+            span = b - start
+            if remaining < span:
+                return max(t_ns + 1, round((start + remaining) * NS_PER_SECOND))
+            remaining -= max(0.0, span)
+        raise AssertionError("unreachable: open intervals are infinite")  # pragma: no cover

@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from duetime import EventQueue
+from duetime.core import COMPACT_MIN
+
+
+def drain(q: EventQueue[Any], now: float = float("inf")) -> list[Any]:
+    out = []
+    while (k := q.pop_due(now)) is not None:
+        out.append(k)
+    return out
+
+
+def test_pops_in_due_order() -> None:
+    q: EventQueue[str] = EventQueue()
+    for key, due in [("c", 3.0), ("a", 1.0), ("b", 2.0)]:
+        q.push(key, due)
+    assert drain(q) == ["a", "b", "c"]
+
+
+def test_equal_due_lower_priority_first_then_fifo() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("late-low", 5, priority=1)
+    q.push("first", 5, priority=0)
+    q.push("second", 5, priority=0)
+    q.push("early", 4, priority=9)
+    assert drain(q) == ["early", "first", "second", "late-low"]
+
+
+def test_keys_need_not_be_orderable() -> None:
+    q: EventQueue[object] = EventQueue()
+    a, b = object(), object()
+    q.push(a, 1)
+    q.push(b, 1)  # same due and priority: the comparison must stop at seq
+    assert drain(q) == [a, b]
+
+
+def test_pop_due_respects_now_and_inclusive_bound() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("x", 10)
+    assert q.pop_due(9.999) is None
+    assert q.pop_due(10) == "x"
+    assert q.pop_due(100) is None
+
+
+def test_cancel_is_lazy_and_counted() -> None:
+    q: EventQueue[int] = EventQueue()
+    for i in range(10):
+        q.push(i, i)
+    assert q.cancel(3) is True
+    assert q.cancel(3) is False
+    assert q.cancel(99) is False
+    assert len(q) == 9
+    assert q.stale == 1
+    assert 3 not in q
+    assert drain(q) == [0, 1, 2, 4, 5, 6, 7, 8, 9]
+    assert q.stale == 0  # discarded when it surfaced
+
+
+def test_push_of_live_key_reschedules() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("a", 1)
+    q.push("b", 2)
+    q.push("a", 3)  # generation bump: the entry at 1 is stale
+    assert len(q) == 2
+    assert q.stale == 1
+    assert q.due_of("a") == 3
+    assert q.peek() == 2
+    assert drain(q) == ["b", "a"]
+
+
+def test_peek_and_head_skip_stale_entries() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("a", 1)
+    q.push("b", 2)
+    q.cancel("a")
+    assert q.peek() == 2
+    head = q.head()
+    assert head is not None and head[3] == "b"
+    assert q.pop() == head
+    assert q.pop() is None
+    assert q.peek() is None
+
+
+def test_compaction_when_stale_exceeds_half() -> None:
+    q: EventQueue[int] = EventQueue()
+    n = 1000
+    for i in range(n):
+        q.push(i, i)
+    for i in range(0, n, 2):
+        q.cancel(i)
+    assert q.compactions == 0  # exactly half stale: not more than half
+    q.cancel(1)
+    assert q.compactions == 1
+    assert q.stale == 0
+    assert len(q._heap) == len(q) == n // 2 - 1
+    assert drain(q) == list(range(3, n, 2))
+
+
+def test_small_heaps_are_not_compacted() -> None:
+    q: EventQueue[int] = EventQueue()
+    for i in range(COMPACT_MIN):
+        q.push(i, i)
+    for i in range(COMPACT_MIN):
+        q.cancel(i)
+    assert q.compactions == 0
+    assert q.stale == COMPACT_MIN
+    assert q.peek() is None
+
+
+def test_shared_counter_keeps_fifo_across_queues() -> None:
+    import itertools
+
+    c = itertools.count()
+    q1: EventQueue[str] = EventQueue(counter=c)
+    q2: EventQueue[str] = EventQueue(counter=c)
+    q1.push("first", 1)
+    q2.push("second", 1)
+    h1, h2 = q1.head(), q2.head()
+    assert h1 is not None and h2 is not None
+    assert h1 < h2
+
+
+def test_entries_lists_live_in_order_and_clear() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("b", 2)
+    q.push("a", 1)
+    q.push("c", 3)
+    q.cancel("c")
+    assert [e[3] for e in q.entries()] == ["a", "b"]
+    q.clear()
+    assert len(q) == 0 and q.stale == 0 and q.peek() is None
+    assert "EventQueue live=0" in repr(q)
+
+
+class QueueMachine(RuleBasedStateMachine):
+    """EventQueue against a plain list model sorted by (due, priority, insertion)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q: EventQueue[int] = EventQueue()
+        self.model: dict[int, tuple[int, int, int]] = {}
+        self.seq = 0
+
+    def _model_order(self) -> list[int]:
+        return [k for k, _ in sorted(self.model.items(), key=lambda kv: kv[1])]
+
+    @rule(key=st.integers(0, 30), due=st.integers(0, 50), priority=st.integers(-2, 2))
+    def push(self, key: int, due: int, priority: int) -> None:
+        self.q.push(key, due, priority)
+        self.model[key] = (due, priority, self.seq)
+        self.seq += 1
+
+    @rule(key=st.integers(0, 30))
+    def cancel(self, key: int) -> None:
+        assert self.q.cancel(key) == (key in self.model)
+        self.model.pop(key, None)
+
+    @rule(now=st.integers(0, 60))
+    def pop_due(self, now: int) -> None:
+        order = self._model_order()
+        expected = order[0] if order and self.model[order[0]][0] <= now else None
+        assert self.q.pop_due(now) == expected
+        if expected is not None:
+            del self.model[expected]
+
+    @precondition(lambda self: len(self.model) > 0)
+    @rule()
+    def drain_all(self) -> None:
+        assert drain(self.q) == self._model_order()
+        self.model.clear()
+
+    @rule(n=st.integers(100, 300))
+    def bulk_push_then_cancel_most(self, n: int) -> None:
+        # Big enough to cross COMPACT_MIN and trigger compaction mid-sequence.
+        base = 1000 + self.seq
+        for i in range(n):
+            self.push(base + i, i % 40, 0)
+        for i in range(n - 5):
+            self.cancel(base + i)
+
+    @invariant()
+    def same_contents(self) -> None:
+        assert len(self.q) == len(self.model)
+        order = self._model_order()
+        assert self.q.peek() == (self.model[order[0]][0] if order else None)
+        assert self.q.stale * 2 <= len(self.q._heap) or len(self.q._heap) <= COMPACT_MIN
+
+
+QueueMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+TestQueueMachine = QueueMachine.TestCase
+
+
+def test_compaction_happens_in_the_machine_workload() -> None:
+    # The stateful test's invariant checks the bound; make sure compaction really fires.
+    q: EventQueue[int] = EventQueue()
+    for i in range(300):
+        q.push(i, i % 40)
+    for i in range(295):
+        q.cancel(i)
+    assert q.compactions >= 1
+    assert sorted(drain(q)) == [295, 296, 297, 298, 299]
+
+
+@pytest.mark.parametrize("n", [1, 2, 150])
+def test_reschedule_many_times_keeps_one_live_entry(n: int) -> None:
+    q: EventQueue[str] = EventQueue()
+    for i in range(n):
+        q.push("k", n - i)
+    assert len(q) == 1
+    assert q.due_of("k") == 1
+    assert drain(q) == ["k"]

@@ -1,0 +1,30 @@
+"""The README's quickstart must run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = README.read_text()
+    section = text.split("## Quickstart", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    exec(compile(code.group(1), "README-quickstart", "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out.count("every 10 minutes") == 12
+    assert out.count("half an hour later") == 1
+    assert "09:00 Berlin, weekdays" not in out  # 08:00 UTC is 09:00 Berlin: next is tomorrow
+
+
+def test_readme_has_exactly_two_setup_commands() -> None:
+    text = README.read_text()
+    commands = re.findall(r"```\n(python3 -m venv .*?)\n```", text)
+    assert len(commands) == 2
+    assert commands[0].endswith("python -m duetime demo")
+    assert "pytest" in commands[1]

@@ -1,0 +1,503 @@
+from __future__ import annotations
+
+import logging
+import random
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from duetime import (
+    After,
+    At,
+    ConflictingIdError,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    InvalidArgument,
+    JobAdded,
+    JobCancelled,
+    JobFailed,
+    JobLookupError,
+    JobRescheduled,
+    JobStarted,
+    JobState,
+    JobSucceeded,
+    Run,
+    Scheduler,
+    SystemClock,
+    current_run,
+)
+from duetime.testing import FAKE_START
+
+from .conftest import Recorder
+
+T0 = FAKE_START
+
+
+def at(**kw: float) -> datetime:
+    return T0 + timedelta(**kw)
+
+
+def test_when_forms(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
+    scheduler.schedule(calls.append, at(minutes=5), args=("datetime",))
+    scheduler.schedule(calls.append, 60, args=("int",))
+    scheduler.schedule(calls.append, 90.5, args=("float",))
+    scheduler.schedule(calls.append, timedelta(minutes=2), args=("timedelta",))
+    scheduler.schedule(calls.append, At(at(minutes=3)), args=("At",))
+    scheduler.schedule(calls.append, After(30), args=("After",))
+    scheduler.schedule(calls.append, "4 8 * * *", args=("cron",))
+    scheduler.run_for(timedelta(minutes=10))
+    assert calls == ["After", "int", "float", "timedelta", "At", "cron", "datetime"]
+
+
+def test_shorthand_types(scheduler: Scheduler) -> None:
+    assert isinstance(scheduler.schedule(print, 5).trigger, After)
+    assert isinstance(scheduler.schedule(print, 5.0).trigger, After)
+    assert scheduler.schedule(print, 5.0).trigger == After(5.0)
+    assert isinstance(scheduler.schedule(print, timedelta(seconds=1)).trigger, After)
+    assert isinstance(scheduler.schedule(print, at(hours=1)).trigger, At)
+
+
+def test_default_ids_are_short_unique_and_listed(scheduler: Scheduler) -> None:
+    ids = {scheduler.schedule(print, 1).id for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) < 20 for i in ids)
+    assert all(i in scheduler for i in ids)
+    other = Scheduler(clock=FakeClock())
+    assert not ids & {other.schedule(print, 1).id for _ in range(100)}
+
+
+def test_explicit_id_conflict_and_replace(
+    scheduler: Scheduler, calls: list[Any], events: Recorder
+) -> None:
+    job = scheduler.schedule(calls.append, 10, args=("old",), id="x")
+    with pytest.raises(ConflictingIdError, match="'x' is already scheduled"):
+        scheduler.schedule(calls.append, 5, id="x")
+    replaced = scheduler.schedule(calls.append, 20, args=("new",), id="x", replace=True)
+    assert replaced is job
+    assert len(scheduler) == 1
+    scheduler.run_for(60)
+    assert calls == ["new"]
+    assert [type(e) for e in events.events] == [JobAdded, JobRescheduled, JobStarted, JobSucceeded]
+
+
+def test_priority_then_fifo_at_the_same_instant(scheduler: Scheduler, calls: list[Any]) -> None:
+    when = at(minutes=1)
+    scheduler.schedule(calls.append, when, args=("b",), priority=5)
+    scheduler.schedule(calls.append, when, args=("c",), priority=5)
+    scheduler.schedule(calls.append, when, args=("a",), priority=-1)
+    scheduler.schedule(calls.append, 60, args=("mono",), priority=5)  # same instant, other queue
+    scheduler.run_for(60)
+    assert calls == ["a", "b", "c", "mono"]
+
+
+def test_cancel(scheduler: Scheduler, calls: list[Any], events: Recorder) -> None:
+    a = scheduler.schedule(calls.append, 10, args=("a",), id="a")
+    scheduler.schedule(calls.append, 10, args=("b",), id="b")
+    c = scheduler.schedule(calls.append, 10, args=("c",))
+    assert scheduler.cancel("a") is True
+    assert scheduler.cancel(a) is False
+    assert c.cancel() is True
+    assert scheduler.cancel("nope") is False
+    assert a.state is JobState.CANCELLED and a not in scheduler and "a" not in scheduler
+    scheduler.run_for(20)
+    assert calls == ["b"]
+    assert [e.job_id for e in events.of(JobCancelled)] == ["a", c.id]
+
+
+def test_reschedule_same_id_old_occurrence_never_fires(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    job = scheduler.schedule(lambda: calls.append(fake_clock.now()), 10, id="r")
+    assert scheduler.reschedule("r", at(seconds=30)) is job
+    job.reschedule(5)
+    assert job.id == "r" and job.next_run_time == at(seconds=5)
+    scheduler.run_for(60)
+    assert calls == [at(seconds=5)]
+    with pytest.raises(JobLookupError, match="no job with id 'r'"):
+        scheduler.reschedule("r", 1)
+
+
+def test_pause_and_resume(scheduler: Scheduler, calls: list[Any], events: Recorder) -> None:
+    job = scheduler.schedule(calls.append, 10, args=("x",))
+    job.pause()
+    job.pause()  # no-op
+    assert job.state is JobState.PAUSED and job.next_run_time is None
+    scheduler.run_for(20)
+    assert calls == []
+    job.resume()
+    job.resume()  # no-op
+    assert job.state is JobState.SCHEDULED
+    scheduler.run_pending()  # its time (10 s) has passed: it runs late rather than never
+    assert calls == ["x"]
+    held = scheduler.schedule(calls.append, 5, args=("y",), paused=True)
+    scheduler.run_for(10)
+    assert calls == ["x"] and held.state is JobState.PAUSED
+    assert len(events.of(JobAdded)) == 2
+
+
+def test_get_jobs_len_contains_next_run_time(scheduler: Scheduler) -> None:
+    assert scheduler.next_run_time() is None and scheduler.jobs() == []
+    late = scheduler.schedule(print, 300, id="late")
+    early = scheduler.schedule(print, at(minutes=1), id="early")
+    paused = scheduler.schedule(print, 10, id="paused", paused=True)
+    assert scheduler.get("late") is late and scheduler.get("zzz") is None
+    assert scheduler.jobs() == [early, late, paused]
+    assert len(scheduler) == 3 and "early" in scheduler and 42 not in scheduler
+    assert scheduler.next_run_time() == at(minutes=1)
+    assert late.next_run_time == at(minutes=5)
+    assert list(scheduler) == [early, late, paused]
+
+
+def test_next_run_time_is_in_the_scheduler_zone(fake_clock: FakeClock) -> None:
+    s = Scheduler(clock=fake_clock, tz="Europe/Berlin")
+    job = s.schedule(print, 60)
+    nrt = job.next_run_time
+    assert nrt is not None and nrt.utcoffset() == timedelta(hours=1)
+    assert nrt == at(minutes=1)
+
+
+def test_current_run(scheduler: Scheduler, fake_clock: FakeClock) -> None:
+    seen: list[Run | None] = []
+    job = scheduler.schedule(lambda: seen.append(current_run()), at(minutes=1))
+    assert current_run() is None
+    scheduler.run_for(120)
+    run = seen[0]
+    assert run is not None
+    assert run.job is job and run.attempt == 1
+    assert run.scheduled_time == at(minutes=1)
+    assert "attempt=1" in repr(run)
+
+
+def test_run_until_sets_clock_to_each_due_time(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    seen: list[tuple[str, datetime]] = []
+    for minutes in (3, 1, 2):
+        scheduler.schedule(lambda m=minutes: seen.append((f"m{m}", fake_clock.now())), minutes * 60)
+    n = scheduler.run_until(at(minutes=2))  # inclusive
+    assert n == 2
+    assert seen == [("m1", at(minutes=1)), ("m2", at(minutes=2))]
+    assert fake_clock.now() == at(minutes=2)
+    assert scheduler.run_until(at(minutes=1)) == 0  # the clock never moves back
+    assert fake_clock.now() == at(minutes=2)
+
+
+def test_run_until_honours_jobs_scheduled_by_jobs(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    def chain(n: int) -> None:
+        calls.append((n, fake_clock.now()))
+        if n < 5:
+            scheduler.schedule(chain, 10, args=(n + 1,))
+
+    scheduler.schedule(chain, 10, args=(1,))
+    assert scheduler.run_until(at(seconds=40)) == 4
+    assert calls == [(i, at(seconds=10 * i)) for i in range(1, 5)]
+    assert len(scheduler) == 1  # the fifth is due at 50 s, outside the range
+
+
+def test_run_until_accepts_epoch_seconds_and_validates() -> None:
+    clock = FakeClock(start=100.0)
+    s = Scheduler(clock=clock)
+    s.schedule(print, 5)
+    assert s.run_until(200.0) == 1
+    assert clock.time() == 200.0
+    with pytest.raises(InvalidArgument, match="when must be a finite"):
+        s.run_until(float("nan"))
+    with pytest.raises(InvalidArgument, match="timezone-aware"):
+        s.run_until(datetime(2030, 1, 1))
+    with pytest.raises(TypeError, match="when must be"):
+        s.run_until("tomorrow")  # type: ignore[arg-type]
+    assert clock.time() == 200.0
+
+
+def test_run_for(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
+    scheduler.schedule(calls.append, FixedRate(seconds=10), args=("tick",))
+    assert scheduler.run_for(timedelta(seconds=35)) == 3
+    assert fake_clock.now() == at(seconds=35)
+    with pytest.raises(InvalidArgument, match="seconds must not be negative"):
+        scheduler.run_for(-1)
+
+
+def test_step(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
+    assert scheduler.step() is None
+    a = scheduler.schedule(calls.append, 30, args=("a",))
+    scheduler.schedule(calls.append, 10, args=("b",))
+    run = scheduler.step()
+    assert run is not None and run.job.args == ("b",)
+    assert fake_clock.now() == at(seconds=10)
+    run = scheduler.step()
+    assert run is not None and run.job is a and run.scheduled_time == at(seconds=30)
+    assert calls == ["b", "a"] and scheduler.step() is None
+
+
+def test_step_runs_overdue_work_without_moving_the_clock(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    scheduler.schedule(calls.append, 10, args=("x",))
+    fake_clock.advance(100)
+    assert scheduler.step() is not None
+    assert fake_clock.now() == at(seconds=100)
+
+
+def test_run_pending_runs_what_is_due_in_order(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    scheduler.schedule(calls.append, 20, args=("b",))
+    scheduler.schedule(calls.append, 10, args=("a",))
+    scheduler.schedule(calls.append, 30, args=("c",))
+    fake_clock.advance(25)
+    assert scheduler.run_pending() == 2
+    assert calls == ["a", "b"]
+    assert scheduler.run_pending() == 0
+
+
+def test_system_clock_refuses_stepping() -> None:
+    s = Scheduler(clock=SystemClock())
+    for method, args in [("step", ()), ("run_until", (0.0,)), ("run_for", (1,))]:
+        with pytest.raises(TypeError, match=rf"{method}\(\) needs a steppable clock.*SystemClock"):
+            getattr(s, method)(*args)
+    s.schedule(print, 3600)
+    assert s.run_pending() == 0  # works with any clock
+
+
+def test_wall_and_monotonic_timebases_under_wall_jumps(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    scheduler.schedule(calls.append, at(hours=1), args=("wall",))
+    scheduler.schedule(calls.append, 3600, args=("mono",))
+    fake_clock.jump_wall(7200)  # NTP step forward: the 09:00 wall job is now overdue
+    assert scheduler.run_pending() == 1
+    assert calls == ["wall"]
+    fake_clock.jump_wall(-7200)
+    scheduler.schedule(calls.append, at(minutes=30), args=("wall2",))
+    fake_clock.jump_wall(-1800)  # step back: wall2 is 1 h away, mono still 1 h of elapsed time
+    scheduler.run_for(3599)
+    assert calls == ["wall"]
+    scheduler.run_for(1)
+    assert calls == ["wall", "mono", "wall2"]
+
+
+def test_failures_are_recorded_and_do_not_stop_the_loop(
+    scheduler: Scheduler, calls: list[Any], events: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom() -> None:
+        raise RuntimeError("kaput")
+
+    bad = scheduler.schedule(boom, 1)
+    scheduler.schedule(calls.append, 2, args=("after",))
+    with caplog.at_level(logging.ERROR, logger="duetime"):
+        assert scheduler.run_for(5) == 2
+    assert calls == ["after"]
+    assert bad.failures == 1 and bad.runs == 1
+    assert isinstance(bad.last_error, RuntimeError)
+    assert bad.state is JobState.FAILED
+    failed = events.of(JobFailed)
+    assert len(failed) == 1 and str(failed[0].error) == "kaput" and failed[0].retry_at is None
+    assert "kaput" in caplog.text
+
+
+def test_listener_filtering_unsubscribe_and_errors(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    added: list[Any] = []
+    everything: list[Any] = []
+    unsubscribe = scheduler.subscribe(added.append, JobAdded)
+    scheduler.subscribe(everything.append)
+
+    def broken(event: object) -> None:
+        raise ValueError("listener bug")
+
+    scheduler.subscribe(broken)
+    with caplog.at_level(logging.ERROR, logger="duetime"):
+        job = scheduler.schedule(print, 1)
+        scheduler.cancel(job)
+    assert [type(e) for e in added] == [JobAdded]
+    assert [type(e) for e in everything] == [JobAdded, JobCancelled]
+    assert "listener bug" in caplog.text
+    unsubscribe()
+    scheduler.schedule(print, 1)
+    assert len(added) == 1
+    with pytest.raises(TypeError, match="listener must be callable"):
+        scheduler.subscribe(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="event_types must be Event subclasses"):
+        scheduler.subscribe(print, int)  # type: ignore[arg-type]
+
+
+def test_event_contents(scheduler: Scheduler, events: Recorder) -> None:
+    job = scheduler.schedule(lambda: 42, at(minutes=1), id="e")
+    scheduler.run_for(60)
+    added, started, succeeded = events.events
+    assert isinstance(added, JobAdded) and added.next_run_time == at(minutes=1)
+    assert isinstance(started, JobStarted) and started.scheduled_time == at(minutes=1)
+    assert started.started_at == at(minutes=1) and started.attempt == 1
+    assert isinstance(succeeded, JobSucceeded) and succeeded.result == 42
+    assert succeeded.job_id == job.id == "e"
+
+
+def test_fixed_rate_is_exact_and_does_not_drift(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    times: list[int] = []
+    scheduler.schedule(lambda: times.append(fake_clock.monotonic_ns()), FixedRate(seconds=0.1))
+    scheduler.run_for(100)
+    assert len(times) == 1000
+    assert times == [k * 100_000_000 for k in range(1, 1001)]
+
+
+def test_fixed_rate_start_anchor(scheduler: Scheduler, calls: list[Any]) -> None:
+    job = scheduler.schedule(calls.append, FixedRate(60, start=at(seconds=-150)))
+    assert job.next_run_time == at(seconds=30)  # first grid point not in the past
+    job2 = scheduler.schedule(calls.append, FixedRate(60, start=at(seconds=10)))
+    assert job2.next_run_time == at(seconds=10)
+
+
+def test_fixed_delay_measures_from_the_end_of_each_run(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    starts: list[float] = []
+
+    def slow() -> None:
+        starts.append(fake_clock.monotonic())
+        fake_clock.advance(5)  # the job takes 5 s
+
+    scheduler.schedule(slow, FixedDelay(10, initial_delay=1))
+    scheduler.run_for(40)
+    assert starts == [1.0, 16.0, 31.0]
+
+
+def test_decorator_form(scheduler: Scheduler, calls: list[Any]) -> None:
+    @scheduler.scheduled(FixedRate(30), name="tick")
+    def tick() -> None:
+        calls.append("tick")
+
+    assert tick.__name__ == "tick"
+    scheduler.run_for(60)
+    assert calls == ["tick", "tick"]
+    assert scheduler.jobs()[0].name == "tick"
+
+
+def test_trigger_runs_out_of_band(scheduler: Scheduler, calls: list[Any]) -> None:
+    job = scheduler.schedule(calls.append, 60, args=("x",))
+    scheduler.trigger(job)
+    assert calls == ["x"]
+    assert job.next_run_time == at(minutes=1)  # the schedule is untouched
+    scheduler.run_for(60)
+    assert calls == ["x", "x"] and job.runs == 2
+
+
+def test_job_names_and_repr(scheduler: Scheduler) -> None:
+    def send_email() -> None: ...
+
+    job = scheduler.schedule(send_email, 1)
+    assert job.name.endswith("send_email")
+    assert "send_email" in repr(job) and "scheduled" in repr(job)
+    assert scheduler.schedule(print, 1, name="hello").name == "hello"
+    assert "Scheduler jobs=2" in repr(scheduler)
+
+
+def test_kwargs_are_passed(scheduler: Scheduler, calls: list[Any]) -> None:
+    scheduler.schedule(lambda **kw: calls.append(kw), 1, kwargs={"a": 1})
+    scheduler.schedule(lambda *a: calls.append(a), 1, args=[1, 2])
+    scheduler.run_for(1)
+    assert calls == [{"a": 1}, (1, 2)]
+
+
+class SchedulerModel(RuleBasedStateMachine):
+    """The Scheduler against a reference model: a dict of id -> (due, priority, seq, paused)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock()
+        self.s = Scheduler(clock=self.clock, rng=random.Random(0))
+        self.model: dict[str, tuple[int, int, int]] = {}
+        self.paused: dict[str, tuple[int, int, int]] = {}
+        self.seq = 0
+        self.ran: list[str] = []
+        self.expected: list[str] = []
+        self.next_id = 0
+
+    def _now(self) -> int:
+        return self.clock.monotonic_ns()
+
+    @rule(delay=st.integers(0, 20), priority=st.integers(0, 2))
+    def schedule(self, delay: int, priority: int) -> None:
+        jid = f"j{self.next_id}"
+        self.next_id += 1
+        self.s.schedule(self.ran.append, delay, args=(jid,), id=jid, priority=priority)
+        self.model[jid] = (self._now() + delay * 10**9, priority, self.seq)
+        self.seq += 1
+
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        ids = sorted(self.model) + sorted(self.paused) + ["missing"]
+        jid = data.draw(st.sampled_from(ids))
+        assert self.s.cancel(jid) == (jid != "missing")
+        self.model.pop(jid, None)
+        self.paused.pop(jid, None)
+
+    @rule(data=st.data(), delay=st.integers(0, 20))
+    def reschedule(self, data: st.DataObject, delay: int) -> None:
+        if not self.model:
+            return
+        jid = data.draw(st.sampled_from(sorted(self.model)))
+        self.s.reschedule(jid, delay)
+        _, priority, _ = self.model[jid]
+        self.model[jid] = (self._now() + delay * 10**9, priority, self.seq)
+        self.seq += 1
+
+    @rule(data=st.data())
+    def pause(self, data: st.DataObject) -> None:
+        if not self.model:
+            return
+        jid = data.draw(st.sampled_from(sorted(self.model)))
+        self.s.pause(jid)
+        self.paused[jid] = self.model.pop(jid)
+
+    @rule(data=st.data())
+    def resume(self, data: st.DataObject) -> None:
+        if not self.paused:
+            return
+        jid = data.draw(st.sampled_from(sorted(self.paused)))
+        self.s.resume(jid)
+        due, priority, _ = self.paused.pop(jid)
+        self.model[jid] = (due, priority, self.seq)  # re-queued: behind its peers
+        self.seq += 1
+
+    @rule()
+    def step(self) -> None:
+        if not self.model:
+            assert self.s.step() is None
+            return
+        jid = min(self.model, key=lambda k: self.model[k])
+        due = self.model.pop(jid)[0]
+        self.expected.append(jid)
+        run = self.s.step()
+        assert run is not None and run.job.id == jid
+        assert self._now() == max(due, self._now())
+
+    @rule(seconds=st.integers(0, 15))
+    def run_for(self, seconds: int) -> None:
+        limit = self._now() + seconds * 10**9
+        due_now = sorted((v, k) for k, v in self.model.items() if v[0] <= limit)
+        for _, jid in due_now:
+            del self.model[jid]
+            self.expected.append(jid)
+        assert self.s.run_for(seconds) == len(due_now)
+
+    @invariant()
+    def agrees(self) -> None:
+        assert self.ran == self.expected
+        assert len(self.s) == len(self.model) + len(self.paused)
+        for jid in self.paused:
+            job = self.s.get(jid)
+            assert job is not None and job.state is JobState.PAUSED
+
+
+SchedulerModel.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TestSchedulerModel = SchedulerModel.TestCase
