@@ -11,7 +11,7 @@ from duetime.__main__ import main
 def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    lines = [ln.strip() for ln in out.splitlines() if ln.startswith("  0") or ln.startswith("  1")]
+    lines = [ln.strip() for ln in out.splitlines() if ln.startswith(("  0", "  1"))]
     assert lines[:3] == ["02:00  backup_database", "09:00  send_email", "09:05  refresh_cache"]
     assert "cancelled 'upsell'" in out
     assert "rescheduled 'trial-warn' from 09:00 to 11:30" in out

@@ -40,7 +40,9 @@ def run_with(module: Any, ops: list[tuple[str, int, int]]) -> list[Any]:
 
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["enter", "enter", "cancel"]), st.integers(0, 5), st.integers(0, 2)),
+        st.tuples(
+            st.sampled_from(["enter", "enter", "cancel"]), st.integers(0, 5), st.integers(0, 2)
+        ),
         max_size=40,
     )
 )

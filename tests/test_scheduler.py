@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -131,7 +131,8 @@ def test_pause_and_resume(scheduler: Scheduler, calls: list[Any], events: Record
     assert calls == []
     job.resume()
     job.resume()  # no-op
-    assert job.state is JobState.SCHEDULED
+    state: JobState = job.state
+    assert state is JobState.SCHEDULED
     scheduler.run_pending()  # its time (10 s) has passed: it runs late rather than never
     assert calls == ["x"]
     held = scheduler.schedule(calls.append, 5, args=("y",), paused=True)
@@ -173,9 +174,7 @@ def test_current_run(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     assert "attempt=1" in repr(run)
 
 
-def test_run_until_sets_clock_to_each_due_time(
-    scheduler: Scheduler, fake_clock: FakeClock
-) -> None:
+def test_run_until_sets_clock_to_each_due_time(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     seen: list[tuple[str, datetime]] = []
     for minutes in (3, 1, 2):
         scheduler.schedule(lambda m=minutes: seen.append((f"m{m}", fake_clock.now())), minutes * 60)

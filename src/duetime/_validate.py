@@ -17,17 +17,12 @@ from duetime.errors import InvalidArgument
 NS_PER_SECOND = 1_000_000_000
 
 
-
 def duration_ns(name: str, value: object, *, allow_zero: bool = True) -> int:
     """Convert a duration in seconds (int, float or timedelta) to integer nanoseconds."""
     if isinstance(value, bool) or not isinstance(value, (int, float, timedelta)):
-        raise TypeError(
-            f"{name} must be a number of seconds or a timedelta, got {value!r}"
-        )
+        raise TypeError(f"{name} must be a number of seconds or a timedelta, got {value!r}")
     if isinstance(value, timedelta):
-        ns = (
-            (value.days * 86_400 + value.seconds) * NS_PER_SECOND + value.microseconds * 1_000
-        )
+        ns = (value.days * 86_400 + value.seconds) * NS_PER_SECOND + value.microseconds * 1_000
     elif isinstance(value, int):
         ns = value * NS_PER_SECOND
     else:

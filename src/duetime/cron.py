@@ -125,8 +125,7 @@ class Cron:
         fields = text.split(" ")
         if len(fields) not in (5, 6) or not text:
             raise InvalidArgument(
-                f"expr must have 5 fields (or 6 with seconds first), got {len(fields)} "
-                f"in {expr!r}"
+                f"expr must have 5 fields (or 6 with seconds first), got {len(fields)} in {expr!r}"
             )
         for f in fields:
             for part in f.split(","):
@@ -153,8 +152,9 @@ class Cron:
         if self.end is not None:
             end_s = datetime_to_ns(aware_datetime("end", self.end)) // NS_PER_SECOND
         if start_s is not None and end_s is not None and end_s < start_s:
-            raise InvalidArgument(f"end must not be before start, got start={self.start!r}, "
-                                  f"end={self.end!r}")
+            raise InvalidArgument(
+                f"end must not be before start, got start={self.start!r}, end={self.end!r}"
+            )
         set_(self, "_start_s", start_s)
         set_(self, "_end_s", end_s)
         set_(self, "_state", _State())
@@ -202,7 +202,7 @@ class Cron:
             nxt = it.get_next(datetime, start_time=_EPOCH_NAIVE + timedelta(seconds=local_s))
         except (ValueError, OverflowError):  # croniter's "no match in 50 years", year 9999
             return None
-        return (nxt - _EPOCH_NAIVE) // _SECOND  # type: ignore[no-any-return]
+        return (nxt - _EPOCH_NAIVE) // _SECOND
 
     def next_fire(self, t: int, tz: tzinfo) -> int | None:
         """The first fire instant strictly after epoch second ``t`` in zone ``tz``, or None."""
@@ -218,11 +218,12 @@ class Cron:
                 if c <= hi:
                     return c
             else:
-                found, c = self._search_window(t, lo, hi, tz)
-                if found:
-                    return c
-                if c is None:
+                found, beyond = self._search_window(t, lo, hi, tz)
+                if beyond is None:
                     return None
+                if found:
+                    return beyond
+                c = beyond
                 o = _offset(tz, hi)
             # The first local match lies beyond the window. Nothing fires before it (no local
             # time between here and there matches), so if no transition is near it, it is the
@@ -232,9 +233,7 @@ class Cron:
             t = max(t + 1, c - _LOOKBACK - 1)
         return None
 
-    def _search_window(
-        self, t: int, lo: int, hi: int, tz: tzinfo
-    ) -> tuple[bool, int | None]:
+    def _search_window(self, t: int, lo: int, hi: int, tz: tzinfo) -> tuple[bool, int | None]:
         """Search segment by segment in ``(t, hi]``.
 
         Returns ``(True, fire)`` when a fire is found, else ``(False, c)`` where ``c`` is the
@@ -298,9 +297,7 @@ def _transitions(tz: tzinfo, lo: int, hi: int) -> list[tuple[int, int]]:
     return out
 
 
-def fire_times(
-    cron: Cron, after: datetime, count: int, tz: tzinfo | None = None
-) -> list[datetime]:
+def fire_times(cron: Cron, after: datetime, count: int, tz: tzinfo | None = None) -> list[datetime]:
     """The next ``count`` fire times of ``cron`` strictly after ``after``, as aware datetimes.
 
     Args:

@@ -51,9 +51,7 @@ class ConflictingIdError(DuetimeError, ValueError):
 
     def __init__(self, job_id: Any) -> None:
         self.job_id = job_id
-        super().__init__(
-            f"id {job_id!r} is already scheduled; pass replace=True to reschedule it"
-        )
+        super().__init__(f"id {job_id!r} is already scheduled; pass replace=True to reschedule it")
 
 
 class SchedulerShutdownError(DuetimeError, RuntimeError):

@@ -156,7 +156,7 @@ class Job:
         self._base: int | None = None
         self._sides: list[Any] | None = None
         self._running = 0
-        self._waiting = False
+        self._waiting: int | None = None  # base of a run held back by Overlap.QUEUE
         self.runs = 0
         self.failures = 0
         self.attempt = 0

@@ -212,8 +212,7 @@ class Poisson:
         }
         if len(given) != 1:
             raise InvalidArgument(
-                "give exactly one of per_day, rate or mean_interval, got "
-                f"{given or 'none'!r}"
+                f"give exactly one of per_day, rate or mean_interval, got {given or 'none'!r}"
             )
         ((name, value),) = given.items()
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -272,8 +272,8 @@ class FixedDelay:
     def __post_init__(self) -> None:
         ns = duration_ns("seconds", self.seconds, allow_zero=False)
         object.__setattr__(self, "_ns", ns)
-        initial = ns if self.initial_delay is None else duration_ns(
-            "initial_delay", self.initial_delay
+        initial = (
+            ns if self.initial_delay is None else duration_ns("initial_delay", self.initial_delay)
         )
         object.__setattr__(self, "_initial_ns", initial)
 

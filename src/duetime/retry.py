@@ -143,17 +143,14 @@ class ExponentialBackoff:
         if self.factor < 1:
             raise InvalidArgument(f"factor must be at least 1, got {self.factor!r}")
         if self.cap < self.base:
-            raise InvalidArgument(
-                f"cap must be at least base ({self.base!r}), got {self.cap!r}"
-            )
+            raise InvalidArgument(f"cap must be at least base ({self.base!r}), got {self.cap!r}")
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
             raise TypeError(f"max_attempts must be an int, got {self.max_attempts!r}")
         if self.max_attempts < 1:
             raise InvalidArgument(f"max_attempts must be at least 1, got {self.max_attempts!r}")
         if self.jitter not in (None, "full", "equal", "decorrelated"):
             raise InvalidArgument(
-                "jitter must be 'full', 'equal', 'decorrelated' or None, "
-                f"got {self.jitter!r}"
+                f"jitter must be 'full', 'equal', 'decorrelated' or None, got {self.jitter!r}"
             )
         object.__setattr__(self, "retry_on", _check_retry_on(self.retry_on))
 

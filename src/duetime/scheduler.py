@@ -81,6 +81,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SCHEDULER_IDS = itertools.count(1)
 _RUNNING = JobState.RUNNING
 _COMPLETED = JobState.COMPLETED
+_CANCELLED = JobState.CANCELLED
 _INF = float("inf")
 # Classes already known to implement Recurrence (see _recurrence).
 _RECURRENCE_TYPES: set[type] = set()
@@ -268,7 +269,7 @@ class Scheduler:
         *,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: dict[str, Any] | None = None,
-        id: str | None = None,  # noqa: A002 - the public name in the design
+        id: str | None = None,
         name: str | None = None,
         priority: int = 0,
         retry: RetryPolicy | None = None,
@@ -343,7 +344,15 @@ class Scheduler:
             raise TypeError(f"name must be a str or None, got {name!r}")
         if type(priority) is not int:
             integer("priority", priority)
-        if retry is misfire is grace is overlap is jitter is limiter is executor is None:
+        if (
+            retry is None
+            and misfire is None
+            and grace is None
+            and overlap is None
+            and jitter is None
+            and limiter is None
+            and executor is None
+        ):
             opts = DEFAULT_OPTIONS
         else:
             opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
@@ -352,7 +361,7 @@ class Scheduler:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
             if id is None:
-                id = self._id_prefix + format(next(self._id_counter), "x")  # noqa: A001
+                id = self._id_prefix + format(next(self._id_counter), "x")
             elif id in self._jobs:
                 if not replace:
                     raise ConflictingIdError(id)
@@ -398,7 +407,9 @@ class Scheduler:
             if job._state is not JobState.RUNNING:
                 job._state = JobState.SCHEDULED
             self._place_first(job, first, paused)
-            event = JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+            event = (
+                JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+            )
         if event is not None:
             self._emit([event])
         return job
@@ -532,8 +543,7 @@ class Scheduler:
             for side in job._sides:
                 mono.cancel(side)
             job._sides = None
-        if job._waiting:
-            job._waiting = False
+        job._waiting = None
 
     def _settle(self, job: Job, failed: bool = False) -> None:
         """Give a job whose pending work changed its resting state; end it if none is left."""
@@ -542,7 +552,7 @@ class Scheduler:
             return
         if job._running:
             job._state = JobState.RUNNING
-        elif job._due is not None or job._sides or job._waiting:
+        elif job._due is not None or job._sides or job._waiting is not None:
             job._state = JobState.SCHEDULED
         else:
             job._state = JobState.FAILED if failed else JobState.COMPLETED
@@ -564,7 +574,7 @@ class Scheduler:
             raise JobLookupError(job_or_id)
         return job
 
-    def get(self, id: str) -> Job | None:  # noqa: A002
+    def get(self, id: str) -> Job | None:
         """The live job with this id, or None."""
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
@@ -628,7 +638,9 @@ class Scheduler:
             if not paused and job._state is not JobState.RUNNING:
                 job._state = JobState.SCHEDULED
             self._place_first(job, first, paused)
-            event = JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+            event = (
+                JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+            )
         if event is not None:
             self._emit([event])
         return job
@@ -789,10 +801,10 @@ class Scheduler:
 
     # -- the life cycle -------------------------------------------------------------------------
 
-    def _head(self, wall: int, mono: int) -> tuple[int, tuple[Any, ...], int] | None:
+    def _head(self, wall: int, mono: int) -> tuple[int, Any, int] | None:
         """The earliest live entry of both queues: ``(queue index, entry, due as monotonic)``."""
-        hw = self._queues[WALL].head()
-        hm = self._queues[MONOTONIC].head()
+        hw: Any = self._queues[WALL].head()
+        hm: Any = self._queues[MONOTONIC].head()
         if hw is None:
             return None if hm is None else (MONOTONIC, hm, hm[0])
         w_mono = hw[0] - wall + mono
@@ -821,11 +833,7 @@ class Scheduler:
             job._due = None
             trig = job.trigger
             opts = job._opts
-            if (
-                opts is DEFAULT_OPTIONS
-                and not trig.recurring
-                and self._max_concurrent is None
-            ):
+            if opts is DEFAULT_OPTIONS and not trig.recurring and self._max_concurrent is None:
                 # The common case, kept short: every line here is paid once per run.
                 job._running += 1
                 self._running_total += 1
@@ -874,7 +882,12 @@ class Scheduler:
                         self._settle(job)
                         return None
                     if overlap is Overlap.QUEUE:
-                        job._waiting = True
+                        # One held run at most: later ones coalesce into it, so a job that is
+                        # always slower than its period cannot grow a backlog.
+                        if job._waiting is None:
+                            job._waiting = base
+                        else:
+                            self._skipped(job, base, tb, "coalesced into the held-back run")
                         self._settle(job)
                         return None
             limiter = opts.limiter
@@ -958,23 +971,51 @@ class Scheduler:
     def _execute(self, occ: _Occ) -> None:
         """Run one occurrence in the calling thread (no lock held) and record the outcome."""
         done = self._call(occ)
+        if done is None:
+            return
         with self._lock:
             self._finish_locked(done)
         if self._pending_events:
             self._emit(self._take_events())
 
-    def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None]:
-        """Call the job's function for one occurrence; never raises what the job raises."""
-        job = occ[0]
+    def _emit_started(self, occ: _Occ) -> None:
         if self._listeners:
-            self._emit([
-                JobStarted(
-                    job.id,
-                    self._to_datetime(occ[1], occ[2]),
-                    self._to_datetime(occ[4], MONOTONIC),
-                    occ[3],
-                )
-            ])
+            started = JobStarted(
+                occ[0].id,
+                self._to_datetime(occ[1], occ[2]),
+                self._to_datetime(occ[4], MONOTONIC),
+                occ[3],
+            )
+            self._emit([started])
+
+    def _finish_outcome(self, occ: _Occ, result: Any, error: Exception | None) -> None:
+        """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
+        with self._lock:
+            self._finish_locked((occ, result, error))
+        if self._pending_events:
+            self._emit(self._take_events())
+
+    def _abandon(self, occ: _Occ) -> None:
+        """Forget an occurrence whose executor future was cancelled before it started."""
+        job = occ[0]
+        with self._lock:
+            job._running -= 1
+            self._running_total -= 1
+            self._settle(job)
+            self._cond.notify_all()
+
+    def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None] | None:
+        """Call the job's function for one occurrence; never raises what the job raises.
+
+        Returns None, without calling, if the job was cancelled after it was popped (e.g.
+        while it waited in an executor's queue): a cancel counts until the function starts.
+        """
+        job = occ[0]
+        if job._state is _CANCELLED:
+            self._abandon(occ)
+            return None
+        if self._listeners:
+            self._emit_started(occ)
         token = _current.set(occ)
         try:
             kwargs = job.kwargs
@@ -997,7 +1038,7 @@ class Scheduler:
             and not self._listeners
             and not self._blocked
             and self._runner is None
-            and not job._waiting
+            and job._waiting is None
             and not job.trigger.after_finish
         ):
             # The common case, kept short: a success nobody is listening to.
@@ -1038,9 +1079,10 @@ class Scheduler:
             nxt = job.trigger.next(base, self._env)
             if nxt is not None:
                 self._queue_regular(job, nxt)
-        if live and job._waiting and not job._running:
-            job._waiting = False
-            self._queue_side(_Side(job, base, base_tb, 1), self._clock.monotonic_ns())
+        if live and job._waiting is not None and not job._running:
+            held_base, job._waiting = job._waiting, None
+            side = _Side(job, held_base, job.trigger.timebase, 1)
+            self._queue_side(side, self._clock.monotonic_ns())
         if self._blocked:
             held = self._blocked.pop(0)
             if held.job._state is not JobState.CANCELLED:
@@ -1145,7 +1187,7 @@ class Scheduler:
         with self._lock:
             return list(self._failed.values())
 
-    def retry_failed(self, id: str) -> Job:  # noqa: A002
+    def retry_failed(self, id: str) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
 
         Raises:
@@ -1174,7 +1216,7 @@ class Scheduler:
             self._emit([event])
         return job
 
-    def discard_failed(self, id: str) -> bool:  # noqa: A002
+    def discard_failed(self, id: str) -> bool:
         """Drop a job from the dead-letter list. Returns whether it was there."""
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
@@ -1302,6 +1344,8 @@ class Scheduler:
         count = 0
         lock = self._lock
         qwall, qmono = self._queues
+        entry: Any
+        due: int
         begin = self._begin
         call = self._call
         finish = self._finish_locked
@@ -1344,7 +1388,8 @@ class Scheduler:
                     self._emit(events)
                 if occ is not None:
                     done = call(occ)
-                    count += 1
+                    if done is not None:
+                        count += 1
         finally:
             if done is not None:  # only when the loop was left by an exception
                 with lock:
@@ -1398,10 +1443,10 @@ class Scheduler:
             self._shutdown = True
             runner = self._runner
             self._cond.notify_all()
-        if runner is not None:
+        if runner is not None and not already:
             runner.stop(wait=wait, cancel_running=cancel_running)
-        elif not already:
-            pass
+            with self._lock:
+                self._runner = None
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).

@@ -107,8 +107,7 @@ class StatsRecorder:
 
     def record_late(self, ns: int) -> None:
         """Record one start that was ``ns`` > 0 nanoseconds late."""
-        if ns > self.max_late:
-            self.max_late = ns
+        self.max_late = max(self.max_late, ns)
         if ns >= 1 << SUB_BITS:
             shift = ns.bit_length() - SUB_BITS
             ns = (ns >> shift) << shift

@@ -44,7 +44,7 @@ class Event(NamedTuple):
     kwargs: dict[str, Any]
 
 
-class scheduler:  # noqa: N801 - the standard library's name
+class scheduler:
     """``sched.scheduler`` with O(1) cancel and a ``run()`` that other threads can wake.
 
     Args:

@@ -1,0 +1,235 @@
+"""The runner thread: sleeps until the next due time, wakes for an earlier insert, dispatches.
+
+It is the only component of duetime with a thread of its own. It runs the same life cycle as
+manual stepping (``Scheduler._pop_due``, ``_begin``, ``_execute``/``_finish_locked``); what it adds
+is *waiting* and *dispatching*:
+
+* It sleeps through ``clock.wait(condition, timeout)`` until the earliest due time of either
+  queue. A ``FakeClock`` wakes it when fake time moves, so threaded tests take no real time.
+* An insert notifies it only if the new entry is earlier than the head it is sleeping toward
+  (``note_push``); other changes leave it asleep. A cancelled head costs one early wake-up.
+* While wall-clock entries exist it sleeps at most ``wall_check_interval`` at a time, so that a
+  wall-clock jump (NTP step, suspend) is noticed; with none, it sleeps until notified: an idle
+  scheduler uses no CPU.
+* It pops under the lock and never holds the lock while a job or a listener runs. Executors get
+  the occurrence; their rejections and the jobs' exceptions are recorded, never raised here.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from duetime._validate import NS_PER_SECOND
+from duetime.events import SchedulerStarted, SchedulerStopped
+from duetime.job import _current
+from duetime.recurrence import MONOTONIC
+
+if TYPE_CHECKING:
+    from duetime.core import EventQueue
+    from duetime.scheduler import Scheduler, _Occ
+
+__all__ = ["DEFAULT_WORKERS", "Runner"]
+
+logger = logging.getLogger("duetime")
+
+#: Threads in the default executor.
+DEFAULT_WORKERS = 8
+
+
+class Runner:
+    """Owns the runner thread and the executors of one started Scheduler."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+        self._thread = threading.Thread(
+            target=self._loop, name=f"duetime-runner-{id(scheduler):x}", daemon=True
+        )
+        self._stop = False
+        # Monotonic ns of the head the runner sleeps toward; None while it sleeps with nothing
+        # queued. _sleeping is False while it is awake (it re-reads the queues before sleeping,
+        # so inserts made then need no notify).
+        self._wake_at: int | None = None
+        self._sleeping = False
+        self._owned: list[cf.Executor] = []
+        self._futures: set[cf.Future[Any]] = set()
+        spec = scheduler._executor_spec
+        self._inline = spec == "inline"
+        if spec is None:
+            spec = cf.ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="duetime-worker")
+            self._owned.append(spec)
+        elif not self._inline and not isinstance(spec, cf.Executor):
+            raise TypeError(
+                f"executor must be 'inline', None or a concurrent.futures.Executor, got {spec!r}"
+            )
+        self._default: cf.Executor | None = None if self._inline else spec
+        self._named: dict[str, Any] = dict(scheduler._executors_spec)
+        for name, ex in self._named.items():
+            if ex != "inline" and not isinstance(ex, cf.Executor):
+                raise TypeError(
+                    f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
+                    f"got {ex!r}"
+                )
+
+    # -- life -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread and announce it."""
+        self._thread.start()
+        s = self._s
+        s._emit([SchedulerStarted(s._to_datetime(s._clock.time_ns(), 0))])
+
+    def stop(self, *, wait: bool, cancel_running: bool) -> None:
+        """Stop the thread; with ``wait``, also wait for dispatched jobs to finish."""
+        s = self._s
+        with s._cond:
+            self._stop = True
+            s._cond.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        for ex in self._owned:
+            ex.shutdown(wait=wait, cancel_futures=cancel_running)
+        with s._lock:
+            pending = list(self._futures)
+        if cancel_running:
+            for fut in pending:
+                fut.cancel()
+        if wait:
+            cf.wait(pending)
+        s._emit([SchedulerStopped(s._to_datetime(s._clock.time_ns(), 0))])
+
+    # -- waking -----------------------------------------------------------------------------------
+
+    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+        """Called under the lock before an entry is pushed: wake the runner only if the entry
+        will be earlier than the head it sleeps toward."""
+        if not self._sleeping:
+            return
+        if timebase != MONOTONIC:
+            clock = self._s._clock
+            due = due - clock.time_ns() + clock.monotonic_ns()
+        if self._wake_at is None or due < self._wake_at:
+            self._wake_at = due
+            self._s._cond.notify_all()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        s = self._s
+        clock = s._clock
+        cond = s._cond
+        wall_check = s._wall_check
+        with cond:
+            while not self._stop:
+                wall = clock.time_ns()
+                mono = clock.monotonic_ns()
+                item = s._pop_due(wall, mono)
+                if item is not None:
+                    occ = s._begin(*item, wall, mono)
+                    events = s._take_events()
+                    cond.release()
+                    try:
+                        if events:
+                            s._emit(events)
+                        if occ is not None:
+                            self._dispatch(occ)
+                    finally:
+                        cond.acquire()
+                    continue
+                head = s._head(wall, mono)
+                timeout_ns: int | None = None
+                self._wake_at = None
+                if head is not None:
+                    timeout_ns = head[2] - mono
+                    self._wake_at = head[2]
+                if s._queues[0] and (timeout_ns is None or timeout_ns > wall_check):
+                    timeout_ns = wall_check
+                cond.notify_all()  # wake wait_idle() callers: nothing is due right now
+                self._sleeping = True
+                try:
+                    clock.wait(cond, None if timeout_ns is None else timeout_ns / NS_PER_SECOND)
+                finally:
+                    self._sleeping = False
+
+    def _dispatch(self, occ: _Occ) -> None:
+        """Hand one occurrence to its executor (lock not held)."""
+        s = self._s
+        job = occ[0]
+        name = job._opts.executor
+        executor: Any = self._named[name] if name is not None else self._default
+        if executor is None or executor == "inline":
+            s._execute(occ)
+            return
+        try:
+            if isinstance(executor, cf.ProcessPoolExecutor):
+                # Another process cannot run our bookkeeping: submit the bare function and
+                # record the outcome when its future completes.
+                s._emit_started(occ)
+                fut = executor.submit(job.func, *job.args, **(job.kwargs or {}))
+                fut.add_done_callback(self._done_callback(occ, process=True))
+            else:
+                fut = executor.submit(s._execute, occ)
+                fut.add_done_callback(self._done_callback(occ, process=False))
+        except Exception as exc:  # a rejecting executor (shut down, saturated, ...)
+            logger.error("executor %r rejected job %r: %s", executor, job.id, exc)
+            s._finish_outcome(occ, None, exc)
+            return
+        with s._lock:
+            if not fut.done():
+                self._futures.add(fut)
+
+    def _done_callback(self, occ: _Occ, *, process: bool) -> Callable[[cf.Future[Any]], None]:
+        if process:
+            return lambda fut: self._process_done(occ, fut)
+        return lambda fut: self._thread_done(occ, fut)
+
+    def _thread_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
+        s = self._s
+        with s._lock:
+            self._futures.discard(fut)
+        if fut.cancelled():
+            s._abandon(occ)
+
+    def _process_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
+        s = self._s
+        with s._lock:
+            self._futures.discard(fut)
+        if fut.cancelled():
+            s._abandon(occ)
+            return
+        error = fut.exception()
+        if error is not None and not isinstance(error, Exception):
+            error = RuntimeError(f"job raised {error!r} in a worker process")
+        token = _current.set(occ)
+        try:
+            s._finish_outcome(occ, None if error else fut.result(), error)
+        finally:
+            _current.reset(token)
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Block (real time) until nothing is due and nothing is running."""
+        s = self._s
+        clock = s._clock
+        deadline = None if timeout is None else clock_now_real() + timeout
+        with s._cond:
+            while True:
+                head = s._head(clock.time_ns(), clock.monotonic_ns())
+                due_now = head is not None and head[2] <= clock.monotonic_ns()
+                if s._running_total == 0 and not due_now and not self._futures:
+                    return True
+                if self._stop:
+                    return s._running_total == 0
+                remaining = None if deadline is None else deadline - clock_now_real()
+                if remaining is not None and remaining <= 0:
+                    return False
+                s._cond.wait(remaining)
+
+
+def clock_now_real() -> float:
+    """Real monotonic seconds, for wait_idle's real-time timeout (the clock module reads it)."""
+    from duetime.clock import SystemClock
+
+    return SystemClock().monotonic()

@@ -1,0 +1,428 @@
+"""The runner thread, driven by a FakeClock: no test sleeps for real."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import random
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import pytest
+
+from duetime import (
+    FakeClock,
+    FixedRate,
+    JobSkipped,
+    JobState,
+    Overlap,
+    Scheduler,
+    SchedulerShutdownError,
+    SchedulerStarted,
+    SchedulerStopped,
+    current_run,
+)
+from duetime.testing import FAKE_START
+
+from .conftest import Recorder
+
+T = TypeVar("T")
+WAIT = 10.0  # real seconds a correct test never comes near
+
+
+class CountingClock(FakeClock):
+    """A FakeClock that counts how often a runner returns from a sleep."""
+
+    def __init__(self) -> None:
+        super().__init__(start=FAKE_START)
+        self.wakeups = 0
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        super().wait(condition, timeout)
+        self.wakeups += 1
+
+
+@pytest.fixture
+def clock() -> CountingClock:
+    return CountingClock()
+
+
+@pytest.fixture
+def running(clock: CountingClock) -> Iterator[Scheduler]:
+    s = Scheduler(clock=clock, rng=random.Random(0))
+    s.start()
+    try:
+        yield s
+    finally:
+        s.shutdown(wait=True)
+
+
+def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+    """Wait (on an Event, not a sleep loop) until ``predicate`` holds."""
+    done = threading.Event()
+    deadline = threading.Timer(timeout, done.set)
+    deadline.start()
+    try:
+        while not predicate():
+            if done.wait(0.001):
+                raise AssertionError("condition not reached")
+    finally:
+        deadline.cancel()
+
+
+def test_runs_due_work_when_fake_time_moves(running: Scheduler, clock: FakeClock) -> None:
+    ran = threading.Event()
+    running.schedule(ran.set, 10)
+    assert running.wait_idle(WAIT)
+    assert not ran.is_set()
+    clock.advance(10)
+    assert ran.wait(WAIT)
+    assert running.wait_idle(WAIT)
+
+
+def test_an_earlier_insert_wakes_the_sleeping_runner(running: Scheduler) -> None:
+    running.schedule(print, timedelta(hours=1))
+    assert running.wait_idle(WAIT)
+    ran = threading.Event()
+    running.schedule(ran.set, 0)  # due now: only a notify can wake the runner
+    assert ran.wait(WAIT)
+
+
+def test_a_later_insert_does_not_wake_the_runner(running: Scheduler, clock: CountingClock) -> None:
+    running.schedule(print, 10)
+    assert running.wait_idle(WAIT)
+    until(lambda: running._runner is not None and running._runner._sleeping)
+    before = clock.wakeups
+    for i in range(50):
+        running.schedule(print, 20 + i)
+    assert running.wait_idle(WAIT)
+    assert clock.wakeups == before
+
+
+def test_cancel_of_the_head(running: Scheduler, clock: FakeClock) -> None:
+    calls: list[str] = []
+    a = running.schedule(calls.append, 10, args=("a",))
+    running.schedule(calls.append, 20, args=("b",))
+    assert running.wait_idle(WAIT)
+    a.cancel()
+    clock.advance(10)
+    assert running.wait_idle(WAIT)
+    assert calls == []
+    clock.advance(10)
+    until(lambda: calls == ["b"])
+
+
+def test_reschedule_earlier_wakes_the_runner(running: Scheduler) -> None:
+    ran = threading.Event()
+    job = running.schedule(ran.set, timedelta(hours=1))
+    assert running.wait_idle(WAIT)
+    job.reschedule(0)
+    assert ran.wait(WAIT)
+
+
+def test_wall_jumps_move_only_wall_jobs(running: Scheduler, clock: FakeClock) -> None:
+    calls: list[str] = []
+    running.schedule(calls.append, FAKE_START + timedelta(hours=1), args=("wall",))
+    running.schedule(calls.append, timedelta(hours=1), args=("mono",))
+    assert running.wait_idle(WAIT)
+    clock.jump_wall(timedelta(hours=2))
+    until(lambda: calls == ["wall"])
+    assert running.wait_idle(WAIT)
+    clock.jump_wall(-timedelta(hours=2))
+    running.schedule(calls.append, FAKE_START + timedelta(minutes=30), args=("wall2",))
+    clock.jump_wall(-timedelta(minutes=30))  # wall2 is now an hour of wall time away
+    clock.advance(timedelta(minutes=59))
+    assert running.wait_idle(WAIT)
+    assert calls == ["wall"]
+    clock.advance(timedelta(minutes=1))
+    until(lambda: sorted(calls) == ["mono", "wall", "wall2"])
+
+
+def test_many_threads_schedule_cancel_reschedule_while_running(clock: FakeClock) -> None:
+    # 8 threads x 5 000 operations while the runner executes. Near jobs (due within a few fake
+    # seconds) run concurrently as a ticker moves the clock; cancels and reschedules target far
+    # jobs (due in 1000+ s), so whether a job was cancelled never races with it starting. At the
+    # end the clock passes everything: each job not cancelled ran exactly once, none that was.
+    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(4))
+    s.start()
+    runs: Counter[str] = Counter()
+    lock = threading.Lock()
+    cancelled: list[set[str]] = [set() for _ in range(8)]
+    scheduled: list[list[str]] = [[] for _ in range(8)]
+
+    def job(jid: str) -> None:
+        with lock:
+            runs[jid] += 1
+
+    def worker(n: int) -> None:
+        rng = random.Random(n)
+        far: list[str] = []
+        for i in range(5000):
+            op = rng.random()
+            jid = f"t{n}-{i}"
+            if op < 0.4:
+                s.schedule(job, rng.randint(0, 3), args=(jid,), id=jid)
+                scheduled[n].append(jid)
+            elif op < 0.7 or not far:
+                s.schedule(job, 1000 + rng.randint(0, 100), args=(jid,), id=jid)
+                scheduled[n].append(jid)
+                far.append(jid)
+            elif op < 0.85:
+                victim = far.pop(rng.randrange(len(far)))
+                assert s.cancel(victim)
+                cancelled[n].add(victim)
+            else:
+                s.reschedule(rng.choice(far), 1000 + rng.randint(0, 100))
+
+    def ticker(stop: threading.Event) -> None:
+        while not stop.is_set():
+            clock.advance(1)
+            stop.wait(0.0005)
+
+    stop = threading.Event()
+    tick = threading.Thread(target=ticker, args=(stop,))
+    tick.start()
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive()
+    stop.set()
+    tick.join(WAIT)
+    clock.advance(2000)
+    assert s.wait_idle(120)
+    s.shutdown(wait=True)
+    everything = [j for ids in scheduled for j in ids]
+    gone = set().union(*cancelled)
+    assert len(everything) > 25_000 and len(gone) > 3_000
+    assert [j for j in gone if runs[j]] == []
+    assert [j for j in everything if j not in gone and runs[j] != 1] == []
+    assert len(s) == 0
+
+
+def test_cancel_counts_until_the_function_starts(clock: FakeClock) -> None:
+    # One worker, busy: the second job is popped and waits in the executor's queue; cancelling
+    # it then still stops it from running.
+    release = threading.Event()
+    busy = threading.Event()
+    calls: list[str] = []
+    with Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1)) as s:
+
+        def hog() -> None:
+            busy.set()
+            release.wait(WAIT)
+
+        s.schedule(hog, 0)
+        assert busy.wait(WAIT)
+        queued = s.schedule(calls.append, 0, args=("queued",))
+        until(lambda: queued.state is JobState.RUNNING)  # popped, waiting for the worker
+        assert queued.cancel()
+        release.set()
+        assert s.wait_idle(WAIT)
+    assert calls == []
+
+
+def test_shutdown_waits_for_running_jobs(clock: FakeClock) -> None:
+    s = Scheduler(clock=clock)
+    s.start()
+    release = threading.Event()
+    started = threading.Event()
+    finished = threading.Event()
+
+    def slow() -> None:
+        started.set()
+        release.wait(WAIT)
+        finished.set()
+
+    s.schedule(slow, 0)
+    assert started.wait(WAIT)
+    stopper = threading.Thread(target=s.shutdown, kwargs={"wait": True})
+    stopper.start()
+    stopper.join(0.05)
+    assert stopper.is_alive()  # still waiting for `slow`
+    release.set()
+    stopper.join(WAIT)
+    assert not stopper.is_alive() and finished.is_set()
+
+
+def test_shutdown_without_waiting(clock: FakeClock) -> None:
+    s = Scheduler(clock=clock)
+    s.start()
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> None:
+        started.set()
+        release.wait(WAIT)
+
+    s.schedule(slow, 0)
+    assert started.wait(WAIT)
+    s.shutdown(wait=False)
+    assert not s.running
+    release.set()
+    with pytest.raises(SchedulerShutdownError, match="cannot schedule"):
+        s.schedule(print, 1)
+    with pytest.raises(SchedulerShutdownError, match="cannot start"):
+        s.start()
+
+
+def test_start_twice_and_events(clock: FakeClock) -> None:
+    s = Scheduler(clock=clock)
+    rec = Recorder()
+    s.subscribe(rec, SchedulerStarted, SchedulerStopped)
+    with s:
+        with pytest.raises(RuntimeError, match="already running; start\\(\\) was called twice"):
+            s.start()
+        assert s.running
+    assert [type(e) for e in rec.events] == [SchedulerStarted, SchedulerStopped]
+    assert rec.events[0].time == FAKE_START  # type: ignore[attr-defined]
+
+
+def test_failures_listener_errors_and_rejections_never_kill_the_runner(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Rejecting(cf.Executor):
+        def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
+            raise RuntimeError("queue full")
+
+    s = Scheduler(clock=clock, executor=Rejecting(), executors={"pool": cf.ThreadPoolExecutor(2)})
+
+    def broken_listener(event: object) -> None:
+        raise ValueError("listener bug")
+
+    s.subscribe(broken_listener)
+    done = threading.Event()
+
+    def boom() -> None:
+        raise KeyError("job bug")
+
+    with caplog.at_level(logging.ERROR, logger="duetime"), s:
+        rejected = s.schedule(print, 0)
+        failing = s.schedule(boom, 0, executor="pool")
+        s.schedule(done.set, 1, executor="pool")
+        clock.advance(1)
+        assert done.wait(WAIT)
+        assert s.wait_idle(WAIT)
+    assert isinstance(rejected.last_error, RuntimeError) and rejected.state is JobState.FAILED
+    assert isinstance(failing.last_error, KeyError)
+    assert (
+        "queue full" in caplog.text and "listener bug" in caplog.text and "job bug" in caplog.text
+    )
+
+
+def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:
+    names: list[str] = []
+    with Scheduler(clock=clock, executor="inline") as s:
+        s.schedule(lambda: names.append(threading.current_thread().name), 0)
+        assert s.wait_idle(WAIT)
+    assert names and names[0].startswith("duetime-runner")
+
+
+def test_current_run_in_worker_threads(running: Scheduler) -> None:
+    seen: list[Any] = []
+    job = running.schedule(lambda: seen.append(current_run()), 0)
+    assert running.wait_idle(WAIT)
+    assert seen[0] is not None and seen[0].job is job
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
+    from duetime import JobSucceeded
+
+    rec = Recorder()
+    with cf.ProcessPoolExecutor(1) as pool, Scheduler(clock=clock, executor=pool) as s:
+        s.subscribe(rec, JobSucceeded)
+        job = s.schedule(_square, 0, args=(7,))
+        until(lambda: job.state is JobState.COMPLETED)
+    assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
+
+
+def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorder]:
+    """A 10 s fixed-rate job whose first run lasts until two more periods have come due.
+
+    Returns the scheduled times (seconds after the start) of the runs that started, and the
+    JobSkipped events.
+    """
+    release = threading.Event()
+    started: list[float] = []
+    rec = Recorder()
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        started.append((run.scheduled_time - FAKE_START).total_seconds())
+        if len(started) == 1:
+            release.wait(WAIT)
+
+    with Scheduler(clock=clock, overlap=policy) as s:
+        s.subscribe(rec, JobSkipped)
+        j = s.schedule(job, FixedRate(10))
+        clock.advance(10)
+        until(lambda: len(started) == 1)
+        for k in (1, 2):
+            clock.advance(10)
+            if policy is Overlap.ALLOW:
+                until(lambda k=k: len(started) == 1 + k)  # type: ignore[misc]
+            elif policy is Overlap.SKIP:
+                until(lambda k=k: len(rec.events) == k)  # type: ignore[misc]
+            else:
+                until(lambda k=k: j._waiting is not None and len(rec.events) == k - 1)  # type: ignore[misc]
+        release.set()
+        until(lambda: j._running == 0 and j._waiting is None)
+        assert s.wait_idle(WAIT)
+    return started, rec
+
+
+def test_overlap_skip(clock: FakeClock) -> None:
+    started, rec = overlapping(Overlap.SKIP, clock)
+    assert started == [10]
+    assert [e.scheduled_time - FAKE_START for e in rec.events] == [  # type: ignore[attr-defined]
+        timedelta(seconds=20),
+        timedelta(seconds=30),
+    ]
+
+
+def test_overlap_queue(clock: FakeClock) -> None:
+    started, rec = overlapping(Overlap.QUEUE, clock)
+    assert started == [10, 20]  # the run due at 20 s starts when the first ends; 30 s coalesced
+    assert len(rec.events) == 1
+
+
+def test_overlap_allow(clock: FakeClock) -> None:
+    started, rec = overlapping(Overlap.ALLOW, clock)
+    assert started == [10, 20, 30]
+    assert rec.events == []
+
+
+def test_max_concurrent_bounds_running_jobs(clock: FakeClock) -> None:
+    release = threading.Event()
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+    done = Counter[str]()
+
+    def job(i: int) -> None:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        release.wait(WAIT)
+        with lock:
+            active -= 1
+            done["n"] += 1
+
+    with Scheduler(clock=clock, max_concurrent=2) as s:
+        for i in range(6):
+            s.schedule(job, 0, args=(i,))
+        until(lambda: active == 2)
+        release.set()
+        until(lambda: done["n"] == 6)
+        assert s.wait_idle(WAIT)
+    assert peak == 2
