@@ -94,7 +94,7 @@ def test_an_earlier_insert_wakes_the_sleeping_runner(running: Scheduler) -> None
 def test_a_later_insert_does_not_wake_the_runner(running: Scheduler, clock: CountingClock) -> None:
     running.schedule(print, 10)
     assert running.wait_idle(WAIT)
-    until(lambda: running._runner is not None and running._runner._sleeping)
+    until(lambda: getattr(running._runner, "_sleeping", False))
     before = clock.wakeups
     for i in range(50):
         running.schedule(print, 20 + i)

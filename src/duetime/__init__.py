@@ -5,6 +5,7 @@ Public names only; each lives in the module that owns its idea (see the docs' co
 
 from __future__ import annotations
 
+from duetime.aio import AsyncScheduler
 from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
 from duetime.core import EventQueue
 from duetime.cron import Cron
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "After",
+    "AsyncScheduler",
     "At",
     "Clock",
     "ConflictingIdError",

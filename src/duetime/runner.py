@@ -21,7 +21,7 @@ import concurrent.futures as cf
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime._validate import NS_PER_SECOND
 from duetime.events import SchedulerStarted, SchedulerStopped
@@ -32,12 +32,32 @@ if TYPE_CHECKING:
     from duetime.core import EventQueue
     from duetime.scheduler import Scheduler, _Occ
 
-__all__ = ["DEFAULT_WORKERS", "Runner"]
+__all__ = ["DEFAULT_WORKERS", "Runner", "RunnerLike"]
 
 logger = logging.getLogger("duetime")
 
 #: Threads in the default executor.
 DEFAULT_WORKERS = 8
+
+
+class RunnerLike(Protocol):
+    """What the Scheduler asks of whatever runs it (the thread here, or asyncio's runner)."""
+
+    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+        """Called under the lock before a push; wake up if the entry becomes the new head."""
+        ...
+
+    def notify(self) -> None:
+        """Called under the lock when a run finished or was abandoned."""
+        ...
+
+    def stop(self, *, wait: bool, cancel_running: bool) -> None:
+        """Stop running; with ``wait``, let dispatched jobs finish."""
+        ...
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Block (real time) until nothing is due and nothing is running."""
+        ...
 
 
 class Runner:
@@ -102,6 +122,10 @@ class Runner:
         s._emit([SchedulerStopped(s._to_datetime(s._clock.time_ns(), 0))])
 
     # -- waking -----------------------------------------------------------------------------------
+
+    def notify(self) -> None:
+        """Wake the thread (and wait_idle callers) after a run finished."""
+        self._s._cond.notify_all()
 
     def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
         """Called under the lock before an entry is pushed: wake the runner only if the entry

@@ -70,7 +70,7 @@ from duetime.retry import NoRetry, RetryPolicy
 from duetime.stats import Stats, StatsRecorder
 
 if TYPE_CHECKING:
-    from duetime.runner import Runner
+    from duetime.runner import RunnerLike
 
 __all__ = ["FailedJob", "Scheduler"]
 
@@ -232,7 +232,7 @@ class Scheduler:
         self._stats = StatsRecorder()
         # Events raised while the lock is held wait here until the lock is released.
         self._pending_events: list[Event] = []
-        self._runner: Runner | None = None
+        self._runner: RunnerLike | None = None
         self._executor_spec = executor
         self._executors_spec = dict(executors or {})
         for name in self._executors_spec:
@@ -1003,6 +1003,8 @@ class Scheduler:
             self._running_total -= 1
             self._settle(job)
             self._cond.notify_all()
+            if self._runner is not None:
+                self._runner.notify()
 
     def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
@@ -1089,7 +1091,7 @@ class Scheduler:
                 self._queue_side(held, self._clock.monotonic_ns())
         self._settle(job, failed=failed_dead)
         if self._runner is not None:
-            self._cond.notify_all()
+            self._runner.notify()
 
     def _failure(
         self,
@@ -1423,8 +1425,8 @@ class Scheduler:
                 raise SchedulerShutdownError("start")
             if self._runner is not None:
                 raise RuntimeError("the scheduler is already running; start() was called twice")
-            self._runner = Runner(self)
-        self._runner.start()
+            runner = self._runner = Runner(self)
+        runner.start()
 
     @property
     def running(self) -> bool:
@@ -1445,6 +1447,28 @@ class Scheduler:
             self._cond.notify_all()
         if runner is not None and not already:
             runner.stop(wait=wait, cancel_running=cancel_running)
+            with self._lock:
+                self._runner = None
+
+    async def run_async(self) -> None:
+        """Run jobs on the running asyncio loop until ``shutdown()`` is called.
+
+        Coroutine functions run as tasks on the loop; plain functions in the loop's default
+        executor. The loop is woken by an insert from any thread, and by a ``FakeClock`` when
+        fake time moves. See ``duetime.aio.AsyncScheduler`` for the context-manager form.
+        """
+        from duetime.aio import AsyncRunner
+
+        with self._lock:
+            if self._shutdown:
+                raise SchedulerShutdownError("start")
+            if self._runner is not None:
+                raise RuntimeError("the scheduler is already running; start() was called twice")
+            runner = AsyncRunner(self)
+            self._runner = runner
+        try:
+            await runner.run()
+        finally:
             with self._lock:
                 self._runner = None
 

@@ -1,0 +1,224 @@
+"""asyncio integration: the runner as a task on the loop instead of a thread.
+
+``AsyncScheduler`` is a ``Scheduler`` whose runner is a coroutine: coroutine jobs run as tasks on
+the running loop, plain functions in the loop's default executor. It sleeps on an
+``asyncio.Event`` that is set, through ``loop.call_soon_threadsafe``, when an insert from any thread
+becomes the new head, when a run finishes, or (with a ``FakeClock``) when fake time moves. So async
+code can be tested without real sleeping, exactly like threaded code::
+
+    async with AsyncScheduler(clock=clock) as s:
+        s.schedule(fetch, 10)
+        clock.advance(10)
+        await s.idle()
+
+The job life cycle is the Scheduler's own (``_pop_due``, ``_begin``, ``_finish_locked``): only the
+waiting and the dispatching differ from the threaded runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from typing import Any
+
+from duetime._validate import NS_PER_SECOND
+from duetime.clock import FakeClock
+from duetime.core import EventQueue
+from duetime.events import SchedulerStarted, SchedulerStopped
+from duetime.job import JobState, _current
+from duetime.recurrence import MONOTONIC
+from duetime.scheduler import Scheduler, _Occ
+
+__all__ = ["AsyncRunner", "AsyncScheduler"]
+
+logger = logging.getLogger("duetime")
+
+
+class AsyncRunner:
+    """Runs a Scheduler on the current asyncio loop (created by ``Scheduler.run_async``)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._stop = False
+        self._sleeping = False
+        self._wake_at: int | None = None
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._cancel = False
+
+    # -- called from any thread, under the scheduler's lock --------------------------------------
+
+    def _poke(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._set_both)
+        except RuntimeError:  # the loop is closed: nothing left to wake
+            pass
+
+    def _set_both(self) -> None:
+        self._wake.set()
+        self._changed.set()
+
+    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+        """Wake the loop if the new entry is earlier than the head it sleeps toward."""
+        if not self._sleeping:
+            return
+        if timebase != MONOTONIC:
+            clock = self._s._clock
+            due = due - clock.time_ns() + clock.monotonic_ns()
+        if self._wake_at is None or due < self._wake_at:
+            self._wake_at = due
+            self._poke()
+
+    def notify(self) -> None:
+        """A run finished: let the loop and ``idle()`` look again."""
+        self._poke()
+
+    def stop(self, *, wait: bool, cancel_running: bool) -> None:
+        """Ask the loop task to stop (it finishes in ``run``)."""
+        self._stop = True
+        self._cancel = cancel_running
+        self._poke()
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Not available from inside the loop: use ``await AsyncScheduler.idle()``."""
+        raise RuntimeError("use 'await scheduler.idle()' with an asyncio runner")
+
+    # -- the loop task ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Pop, dispatch and sleep until stopped."""
+        s = self._s
+        clock = s._clock
+        remove = clock.on_move(self._poke) if isinstance(clock, FakeClock) else None
+        s._emit([SchedulerStarted(s._to_datetime(clock.time_ns(), 0))])
+        try:
+            while not self._stop:
+                with s._lock:
+                    wall = clock.time_ns()
+                    mono = clock.monotonic_ns()
+                    item = s._pop_due(wall, mono)
+                    occ = None
+                    timeout: float | None = None
+                    if item is not None:
+                        occ = s._begin(*item, wall, mono)
+                    else:
+                        head = s._head(wall, mono)
+                        self._wake_at = None if head is None else head[2]
+                        if head is not None and not isinstance(clock, FakeClock):
+                            timeout = (head[2] - mono) / NS_PER_SECOND
+                            if s._queues[0]:
+                                timeout = min(timeout, s._wall_check / NS_PER_SECOND)
+                        self._sleeping = True
+                        self._wake.clear()
+                    events = s._take_events()
+                if events:
+                    s._emit(events)
+                if item is not None:
+                    if occ is not None:
+                        self._dispatch(occ)
+                    await asyncio.sleep(0)  # let started tasks and other callbacks run
+                    continue
+                self._changed.set()
+                try:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), timeout)
+                finally:
+                    self._sleeping = False
+        finally:
+            if remove is not None:
+                remove()
+            tasks = list(self._tasks)
+            if self._cancel:
+                for task in tasks:
+                    task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            s._emit([SchedulerStopped(s._to_datetime(clock.time_ns(), 0))])
+
+    def _dispatch(self, occ: _Occ) -> None:
+        job = occ[0]
+        fut: asyncio.Future[Any]
+        if inspect.iscoroutinefunction(job.func):
+            fut = self._loop.create_task(self._run_coroutine(occ))
+        else:
+            fut = self._loop.run_in_executor(None, self._s._execute, occ)
+        self._tasks.add(fut)
+        fut.add_done_callback(self._task_done)
+
+    def _task_done(self, fut: asyncio.Future[Any]) -> None:
+        self._tasks.discard(fut)
+        self._changed.set()  # idle() may be waiting for exactly this
+
+    async def _run_coroutine(self, occ: _Occ) -> None:
+        s = self._s
+        job = occ[0]
+        if job._state is JobState.CANCELLED:
+            s._abandon(occ)
+            return
+        s._emit_started(occ)
+        token = _current.set(occ)
+        try:
+            kwargs = job.kwargs or {}
+            result = await job.func(*job.args, **kwargs)
+        except asyncio.CancelledError:
+            s._abandon(occ)
+            raise
+        except Exception as exc:
+            s._finish_outcome(occ, None, exc)
+        else:
+            s._finish_outcome(occ, result, None)
+        finally:
+            _current.reset(token)
+
+    async def idle(self) -> None:
+        """Wait until nothing is due and nothing is running."""
+        s = self._s
+        clock = s._clock
+        while True:
+            with s._lock:
+                head = s._head(clock.time_ns(), clock.monotonic_ns())
+                due_now = head is not None and head[2] <= clock.monotonic_ns()
+                if s._running_total == 0 and not due_now and not self._tasks:
+                    return
+                self._changed.clear()
+            await self._changed.wait()
+
+
+class AsyncScheduler(Scheduler):
+    """A Scheduler whose runner is a task on the running asyncio loop.
+
+    Use it as ``async with AsyncScheduler(...) as s:`` (for example in a web framework's lifespan
+    handler), or call ``await s.run_async()`` yourself. ``schedule``, ``cancel`` and the other
+    management methods are safe to call from any thread.
+
+    Args:
+        *args: As for ``Scheduler``.
+        **kwargs: As for ``Scheduler``.
+    """
+
+    _task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncScheduler:
+        self._task = asyncio.get_running_loop().create_task(self.run_async())
+        await asyncio.sleep(0)  # let the runner install itself
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self, cancel_running: bool = False) -> None:
+        """Stop the runner task and wait for running jobs (cancelling them if asked)."""
+        self.shutdown(wait=False, cancel_running=cancel_running)
+        if self._task is not None:
+            await self._task
+
+    async def idle(self) -> None:
+        """Wait until nothing is due and nothing is running (for tests)."""
+        runner = self._runner
+        if not isinstance(runner, AsyncRunner):
+            raise RuntimeError("the asyncio runner is not running")
+        await runner.idle()

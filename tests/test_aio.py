@@ -1,0 +1,150 @@
+"""The asyncio runner under a FakeClock: async code tested without real sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from duetime import AsyncScheduler, FakeClock, FixedRate, JobState, Scheduler, current_run
+from duetime.testing import FAKE_START
+
+
+def test_coroutine_jobs_run_as_tasks_when_fake_time_moves() -> None:
+    clock = FakeClock(start=FAKE_START)
+    seen: list[tuple[str, float]] = []
+
+    async def fetch(name: str) -> str:
+        run = current_run()
+        assert run is not None
+        await asyncio.sleep(0)
+        seen.append((name, clock.monotonic()))
+        return name
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock) as s:
+            s.schedule(fetch, 10, args=("a",))
+            s.schedule(fetch, 5, args=("b",))
+            await s.idle()
+            assert seen == []
+            clock.advance(5)
+            await s.idle()
+            assert seen == [("b", 5.0)]
+            clock.advance(5)
+            await s.idle()
+        assert seen == [("b", 5.0), ("a", 10.0)]
+
+    asyncio.run(main())
+
+
+def test_plain_functions_run_in_the_default_executor() -> None:
+    clock = FakeClock()
+    threads: list[str] = []
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock) as s:
+            s.schedule(lambda: threads.append(threading.current_thread().name), 0)
+            await s.idle()
+
+    asyncio.run(main())
+    assert len(threads) == 1 and threads[0] != threading.main_thread().name
+
+
+def test_schedule_from_another_thread_wakes_the_loop() -> None:
+    clock = FakeClock()
+    ran = asyncio.Event()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def job() -> None:
+            ran.set()
+
+        async with AsyncScheduler(clock=clock) as s:
+            s.schedule(job, 3600)
+            await s.idle()
+            t = threading.Thread(target=s.schedule, args=(job, 0))
+            t.start()
+            await loop.run_in_executor(None, t.join, 5)
+            await asyncio.wait_for(ran.wait(), 5)
+
+    asyncio.run(main())
+    assert ran.is_set()
+
+
+def test_failures_recurring_jobs_and_cancel() -> None:
+    clock = FakeClock()
+    ticks: list[float] = []
+
+    async def boom() -> None:
+        raise ValueError("async bug")
+
+    async def tick() -> None:
+        ticks.append(clock.monotonic())
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock) as s:
+            bad = s.schedule(boom, 1)
+            rate = s.schedule(tick, FixedRate(10))
+            for _ in range(3):
+                clock.advance(10)
+                await s.idle()
+            rate.cancel()
+            clock.advance(10)
+            await s.idle()
+            assert bad.state is JobState.FAILED and isinstance(bad.last_error, ValueError)
+
+    asyncio.run(main())
+    assert ticks == [10.0, 20.0, 30.0]
+
+
+def test_run_async_directly_and_shutdown() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    done: list[Any] = []
+
+    async def job() -> None:
+        done.append(1)
+        s.shutdown()
+
+    async def main() -> None:
+        s.schedule(job, 0)
+        await asyncio.wait_for(s.run_async(), 5)
+
+    asyncio.run(main())
+    assert done == [1]
+    assert not s.running
+
+
+def test_idle_needs_the_async_runner() -> None:
+    async def main() -> None:
+        with pytest.raises(RuntimeError, match="not running"):
+            await AsyncScheduler(clock=FakeClock()).idle()
+
+    asyncio.run(main())
+
+
+def test_cancel_running_tasks_on_close() -> None:
+    clock = FakeClock()
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def forever() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def main() -> None:
+        s = AsyncScheduler(clock=clock)
+        await s.__aenter__()
+        s.schedule(forever, 0)
+        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(s.aclose(cancel_running=True), 5)
+
+    asyncio.run(main())
+    assert cancelled == [True]
