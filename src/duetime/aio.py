@@ -53,10 +53,8 @@ class AsyncRunner:
     # -- called from any thread, under the scheduler's lock --------------------------------------
 
     def _poke(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to wake
             self._loop.call_soon_threadsafe(self._set_both)
-        except RuntimeError:  # the loop is closed: nothing left to wake
-            pass
 
     def _set_both(self) -> None:
         self._wake.set()
