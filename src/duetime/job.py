@@ -106,6 +106,7 @@ class Job:
     __slots__ = (
         "__weakref__",
         "_base",
+        "_catchup",
         "_due",
         "_name",
         "_opts",
@@ -156,6 +157,7 @@ class Job:
         self._base: int | None = None
         self._sides: list[Any] | None = None
         self._running = 0
+        self._catchup = False  # in the middle of a Misfire.RUN_ALL catch-up
         self._waiting: int | None = None  # base of a run held back by Overlap.QUEUE
         self.runs = 0
         self.failures = 0

@@ -49,7 +49,7 @@ MONOTONIC = 1
 #: How many occurrences ``Recurrence.skip`` walks one by one before it stops counting; beyond
 #: this, a recurrence without a closed form reports a lower bound instead of iterating a year of
 #: minutes.
-SKIP_COUNT_LIMIT = 10_000
+SKIP_COUNT_LIMIT = 1_000
 
 _setattr = object.__setattr__
 

@@ -210,17 +210,20 @@ class Runner:
             return lambda fut: self._process_done(occ, fut)
         return lambda fut: self._thread_done(occ, fut)
 
-    def _thread_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
-        s = self._s
-        with s._lock:
+    def _retire(self, fut: cf.Future[Any]) -> None:
+        with self._s._lock:
             self._futures.discard(fut)
+            # wait_idle() may have seen this future in flight after the job's own notify.
+            self._s._cond.notify_all()
+
+    def _thread_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
+        self._retire(fut)
         if fut.cancelled():
-            s._abandon(occ)
+            self._s._abandon(occ)
 
     def _process_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
         s = self._s
-        with s._lock:
-            self._futures.discard(fut)
+        self._retire(fut)
         if fut.cancelled():
             s._abandon(occ)
             return

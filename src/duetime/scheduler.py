@@ -65,7 +65,7 @@ from duetime.events import (
 )
 from duetime.job import DEFAULT_OPTIONS, Job, JobOptions, JobState, Misfire, Overlap, Run, _current
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
+from duetime.recurrence import MONOTONIC, SKIP_COUNT_LIMIT, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.stats import Stats, StatsRecorder
 
@@ -850,46 +850,21 @@ class Scheduler:
             now_tb = mono if tb == MONOTONIC else wall
             late = now_tb - due
             if trig.recurring:
-                grace = opts.grace_ns if opts.grace_ns is not None else self._grace
-                misfire = opts.misfire or self._misfire
-                skipped = 0
-                exact = True
-                if trig.after_finish:
-                    if late > grace and misfire is Misfire.SKIP:
-                        nxt, _ = trig.skip(base, now_tb, self._env)
-                        skipped = 1
-                else:
-                    if late > grace and misfire is not Misfire.RUN_ALL:
-                        nxt, skipped = trig.skip(base, now_tb, self._env)
-                        exact = skipped < 10_000
-                    else:
-                        nxt = trig.next(base, self._env)
-                    if misfire is Misfire.SKIP and late > grace:
-                        skipped += 1  # this occurrence is dropped too
-                if skipped:
-                    self._missed(job, base, tb, skipped, exact, misfire)
-                if misfire is Misfire.SKIP and late > grace:
-                    if nxt is not None:
-                        self._queue_regular(job, nxt)
+                if not self._plan_next(job, base, tb, late, now_tb):
                     self._settle(job)
                     return None
-                if not trig.after_finish and nxt is not None:
-                    self._queue_regular(job, nxt)
-                if job._running and trig.recurring:
-                    overlap = opts.overlap or self._overlap
+                overlap = opts.overlap or self._overlap
+                if job._running and overlap is not Overlap.ALLOW:
                     if overlap is Overlap.SKIP:
                         self._skipped(job, base, tb, "previous run still going")
-                        self._settle(job)
-                        return None
-                    if overlap is Overlap.QUEUE:
+                    elif job._waiting is None:  # Overlap.QUEUE
+                        job._waiting = base
+                    else:
                         # One held run at most: later ones coalesce into it, so a job that is
                         # always slower than its period cannot grow a backlog.
-                        if job._waiting is None:
-                            job._waiting = base
-                        else:
-                            self._skipped(job, base, tb, "coalesced into the held-back run")
-                        self._settle(job)
-                        return None
+                        self._skipped(job, base, tb, "coalesced into the held-back run")
+                    self._settle(job)
+                    return None
             limiter = opts.limiter
             reserved = False
             base_tb = trig.timebase
@@ -938,6 +913,51 @@ class Scheduler:
         if late > 0:
             self._stats.record_late(late)
         return (job, base, base_tb, attempt, mono, prev_delay)
+
+    def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
+        """Apply the misfire policy to a regular occurrence of a recurring job and queue the
+        next regular occurrence of a rate-like recurrence. Returns whether this one runs.
+
+        ``RUN_ALL`` catches up one occurrence at a time, oldest first, as long as the backlog is
+        at most ``SKIP_COUNT_LIMIT`` occurrences (measured once per catch-up, not on every late
+        pop); a larger backlog, such as a year-long wall-clock jump under a per-minute cron, is
+        coalesced as ``RUN_ONCE`` would and reported as an inexact ``JobMissed``.
+        """
+        trig = job.trigger
+        opts = job._opts
+        env = self._env
+        grace = opts.grace_ns if opts.grace_ns is not None else self._grace
+        misfire = opts.misfire or self._misfire
+        misfired = late > grace
+        if not misfired:
+            job._catchup = False
+        if trig.after_finish:
+            if misfired and misfire is Misfire.SKIP:
+                nxt, _ = trig.skip(base, now_tb, env)
+                self._missed(job, base, tb, 1, True, misfire)
+                if nxt is not None:
+                    self._queue_regular(job, nxt)
+                return False
+            return True
+        skipped = 0
+        exact = True
+        if not misfired or (misfire is Misfire.RUN_ALL and job._catchup):
+            nxt = trig.next(base, env)
+        else:
+            nxt, skipped = trig.skip(base, now_tb, env)
+            exact = skipped < SKIP_COUNT_LIMIT
+            if misfire is Misfire.RUN_ALL and exact:
+                job._catchup = True
+                nxt = trig.next(base, env)
+                skipped = 0
+        run = not (misfired and misfire is Misfire.SKIP)
+        if not run:
+            skipped += 1  # this occurrence is dropped too
+        if skipped:
+            self._missed(job, base, tb, skipped, exact, misfire)
+        if nxt is not None:
+            self._queue_regular(job, nxt)
+        return run
 
     def _missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire

@@ -1,0 +1,151 @@
+"""Misfires: late occurrences after stalls and wall-clock jumps, under each policy."""
+
+from __future__ import annotations
+
+import tracemalloc
+from datetime import datetime, timedelta
+
+import pytest
+
+from duetime import (
+    Cron,
+    FakeClock,
+    FixedRate,
+    JobMissed,
+    JobState,
+    Misfire,
+    Scheduler,
+    current_run,
+)
+from duetime.testing import FAKE_START
+
+from .conftest import Recorder
+
+
+def setup(policy: Misfire, **kw: object) -> tuple[FakeClock, Scheduler, list[datetime], Recorder]:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock, misfire=policy, **kw)  # type: ignore[arg-type]
+    rec = Recorder()
+    s.subscribe(rec, JobMissed)
+    ran: list[datetime] = []
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.scheduled_time)
+
+    s.schedule(job, FixedRate(10))
+    return clock, s, ran, rec
+
+
+def secs(times: list[datetime]) -> list[float]:
+    return [(t - FAKE_START).total_seconds() for t in times]
+
+
+def test_stalled_runner_run_once_coalesces() -> None:
+    clock, s, ran, rec = setup(Misfire.RUN_ONCE)
+    clock.advance(35)  # nobody ran the scheduler: occurrences at 10, 20, 30 are due
+    assert s.run_pending() == 1
+    assert secs(ran) == [10]
+    (missed,) = rec.of(JobMissed)
+    assert missed.missed == 2 and missed.exact and missed.policy == "run_once"
+    assert s.jobs()[0].next_run_time == FAKE_START + timedelta(seconds=40)
+
+
+def test_stalled_runner_skip_drops_all_late_ones() -> None:
+    clock, s, ran, rec = setup(Misfire.SKIP)
+    clock.advance(35)
+    assert s.run_pending() == 0
+    assert ran == []
+    assert rec.events[0].missed == 3  # type: ignore[attr-defined]
+    s.run_for(10)
+    assert secs(ran) == [40]
+
+
+def test_stalled_runner_run_all_oldest_first() -> None:
+    clock, s, ran, rec = setup(Misfire.RUN_ALL)
+    clock.advance(35)
+    assert s.run_pending() == 3
+    assert secs(ran) == [10, 20, 30]
+    assert rec.events == []
+
+
+def test_within_grace_is_not_a_misfire() -> None:
+    clock, s, ran, rec = setup(Misfire.SKIP, grace=5)
+    clock.advance(14)  # 4 s late: within grace
+    assert s.run_pending() == 1
+    assert rec.events == []
+
+
+def test_per_job_policy_overrides_the_scheduler_default() -> None:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock)
+    ran: list[str] = []
+    s.schedule(ran.append, FixedRate(10), args=("all",), misfire=Misfire.RUN_ALL)
+    s.schedule(ran.append, FixedRate(10), args=("skip",), misfire=Misfire.SKIP, grace=0)
+    clock.advance(25)
+    s.run_pending()
+    assert ran == ["all", "all"]
+
+
+def test_one_shot_jobs_run_late_rather_than_never() -> None:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock, misfire=Misfire.SKIP, grace=0)
+    ran: list[str] = []
+    s.schedule(ran.append, 10, args=("late",))
+    clock.advance(3600)
+    assert s.run_pending() == 1 and ran == ["late"]
+
+
+@pytest.mark.parametrize("policy", list(Misfire))
+def test_year_long_wall_jump_under_a_minutely_cron_is_prompt_and_bounded(policy: Misfire) -> None:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock, misfire=policy)
+    rec = Recorder()
+    s.subscribe(rec, JobMissed)
+    ran: list[datetime] = []
+    job = s.schedule(lambda: ran.append(clock.now()), Cron("* * * * *"))
+    s.run_for(120)
+    assert len(ran) == 2
+    clock.jump_wall(timedelta(days=365))
+    tracemalloc.start()
+    try:
+        count = s.run_pending()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # never a list of a year of minutes
+    assert count == (0 if policy is Misfire.SKIP else 1)
+    (missed,) = rec.of(JobMissed)
+    assert missed.missed >= 1000 and not missed.exact
+    nrt = job.next_run_time
+    assert nrt is not None and timedelta(0) < nrt - clock.now() <= timedelta(minutes=1)
+    assert s.stats().live_entries == 1
+
+
+def test_wall_jump_forward_and_back_with_cron() -> None:
+    clock = FakeClock(start=FAKE_START)  # 08:00 UTC
+    s = Scheduler(clock=clock)
+    ran: list[datetime] = []
+    s.schedule(lambda: ran.append(clock.now()), Cron("0 * * * *", tz="UTC"))
+    s.run_for(timedelta(hours=1))  # 09:00 ran
+    clock.jump_wall(-timedelta(hours=1))  # back to 08:00: 09:00 must not run a second time
+    s.run_for(timedelta(hours=1, minutes=30))
+    assert [t.hour for t in ran] == [9]
+    s.run_for(timedelta(minutes=30))  # 10:00 wall time
+    assert [t.hour for t in ran] == [9, 10]
+    clock.jump_wall(timedelta(hours=3, minutes=30))  # 10:00 -> 13:30: 11, 12, 13 coalesce
+    assert s.run_pending() == 1
+    assert s.stats().missed == 2
+
+
+def test_paused_recurring_job_resumes_with_misfire_policy() -> None:
+    clock, s, ran, rec = setup(Misfire.RUN_ONCE)
+    job = s.jobs()[0]
+    job.pause()
+    s.run_for(100)
+    job.resume()
+    assert job.state is JobState.SCHEDULED
+    s.run_pending()
+    assert secs(ran) == [10]  # the occurrence held at pause, once
+    assert rec.events[0].missed == 9  # type: ignore[attr-defined]

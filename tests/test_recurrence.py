@@ -1,0 +1,232 @@
+"""FixedRate exactness, Poisson arrivals and windows, jitter."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import Counter
+from datetime import datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+from scipy import stats as sps
+
+from duetime import FakeClock, FixedRate, InvalidArgument, Poisson, Scheduler, Window, current_run
+from duetime.recurrence import Env
+from duetime.testing import FAKE_START
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def env(seed: int = 0, start: datetime = FAKE_START, tz: str = "Europe/Berlin") -> Env:
+    return Env(FakeClock(start=start), random.Random(seed), ZoneInfo(tz))
+
+
+def test_fixed_rate_is_computed_not_accumulated() -> None:
+    rate = FixedRate(seconds=0.1)
+    e = env()
+    anchor = rate.first(e)
+    assert anchor is not None
+    due = anchor
+    for _ in range(1_000_000):
+        nxt = rate.next(due, e)
+        assert nxt is not None
+        due = nxt
+    assert due == anchor + 100_000 * 10**9
+
+
+def test_fixed_rate_skip_closed_form() -> None:
+    rate = FixedRate(seconds=10)
+    e = env()
+    assert rate.skip(0, 5 * 10**9, e) == (10 * 10**9, 0)
+    assert rate.skip(0, 35 * 10**9, e) == (40 * 10**9, 3)
+    assert rate.skip(0, 40 * 10**9, e) == (50 * 10**9, 4)
+
+
+def test_fixed_rate_ignores_dst() -> None:
+    # Elapsed time: across Berlin's spring-forward night a 1 h rate stays 1 h apart in real time.
+    start = datetime(2026, 3, 28, 23, 0, tzinfo=BERLIN)
+    clock = FakeClock(start=start)
+    s = Scheduler(clock=clock, tz="Europe/Berlin")
+    seen: list[datetime] = []
+    s.schedule(lambda: seen.append(clock.now()), FixedRate(3600))
+    s.run_for(timedelta(hours=5))
+    gaps = {b - a for a, b in zip(seen, seen[1:])}
+    assert gaps == {timedelta(hours=1)} and len(seen) == 5
+    assert [t.astimezone(BERLIN).hour for t in seen] == [0, 1, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "exactly one of per_day, rate or mean_interval"),
+        ({"per_day": 1, "rate": 1}, "exactly one"),
+        ({"per_day": 0}, "per_day must be a positive finite number"),
+        ({"rate": -1.0}, "rate must be a positive"),
+        ({"mean_interval": float("nan")}, "mean_interval must be a positive finite"),
+        ({"per_day": float("inf")}, "per_day must be a positive finite"),
+        ({"per_day": 5, "window": []}, "window must not be an empty list"),
+    ],
+)
+def test_poisson_bad_input(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        Poisson(**kwargs)  # type: ignore[arg-type]
+
+
+def test_poisson_type_errors() -> None:
+    with pytest.raises(TypeError, match="per_day must be a number"):
+        Poisson(per_day="300")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="window must be a Window"):
+        Poisson(per_day=3, window="09:00-18:00")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("09:00", "09:00"), "window is empty"),
+        (("25:00", "26:00"), "not a time of day"),
+        (("9am", "5pm"), "must be 'HH:MM'"),
+        (("24:00", "01:00"), "start must be before 24:00"),
+    ],
+)
+def test_window_bad_input(args: tuple[str, str], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        Window(*args)
+
+
+def test_window_days_and_zone_validation() -> None:
+    with pytest.raises(InvalidArgument, match="days must be like 'mon-fri'"):
+        Window("09:00", "17:00", days="weekdays")
+    with pytest.raises(InvalidArgument, match="days must not be empty"):
+        Window("09:00", "17:00", days=[])
+    with pytest.raises(InvalidArgument, match="weekday numbers 0-6"):
+        Window("09:00", "17:00", days=[7])
+    with pytest.raises(InvalidArgument, match="not a known time zone"):
+        Window("09:00", "17:00", tz="Nowhere/Land")
+    assert Window("09:00", "17:00", days="fri-mon")._days == {4, 5, 6, 0}
+    assert Window(time(9), time(17), days=[0, 2]).nominal_seconds == 8 * 3600
+
+
+def test_window_intervals_overnight_and_dst() -> None:
+    night = Window("22:00", "06:00", days="fri", tz="Europe/Berlin")
+    after = int(datetime(2026, 3, 26, tzinfo=BERLIN).timestamp())
+    it = night.intervals(after, BERLIN)
+    a, b = next(it)
+    assert datetime.fromtimestamp(a, BERLIN).isoformat() == "2026-03-27T22:00:00+01:00"
+    assert b - a == 8 * 3600
+    # The night of the spring-forward (Sat 28 -> Sun 29 March) is an hour shorter.
+    sat = Window("22:00", "06:00", days="sat", tz="Europe/Berlin")
+    a, b = next(sat.intervals(after, BERLIN))
+    assert b - a == 7 * 3600
+
+
+def simulate(rec: Poisson, days: int, seed: int, start: datetime) -> list[int]:
+    e = env(seed, start)
+    if rec.timebase:  # monotonic: the fake monotonic clock starts at 0
+        end = days * 86400 * 10**9
+    else:
+        end = int((start + timedelta(days=days)).timestamp()) * 10**9
+    out: list[int] = []
+    due = rec.first(e)
+    while due is not None and due < end:
+        out.append(due)
+        due = rec.next(due, e)
+    return out
+
+
+def test_poisson_office_hours_statistics() -> None:
+    """1 000 simulated days of ~300 a day in office hours, Monday to Friday."""
+    start = datetime(2026, 1, 5, tzinfo=BERLIN)  # a Monday, 00:00
+    window = Window("09:00", "18:00", days="mon-fri")
+    fires = simulate(Poisson(per_day=300, window=window), 1000, seed=7, start=start)
+    local = [datetime.fromtimestamp(f / 1e9, BERLIN) for f in fires]
+
+    # Nothing outside the window.
+    assert all(t.weekday() < 5 and 9 <= t.hour < 18 for t in local)
+
+    # The daily target holds (within 3 %), with Poisson variance (dispersion ~ 1).
+    per_day = Counter(t.date() for t in local)
+    open_days = [start.date() + timedelta(days=d) for d in range(1000)]
+    counts = [per_day.get(d, 0) for d in open_days if d.weekday() < 5]
+    mean = statistics.fmean(counts)
+    assert abs(mean - 300) / 300 < 0.03
+    dispersion = statistics.variance(counts) / mean
+    assert 0.8 < dispersion < 1.2
+
+    # No bunching at the opening: the first 1 % of each window holds ~1 % of the fires.
+    first_pct = sum(1 for t in local if (t.hour - 9) * 3600 + t.minute * 60 + t.second < 324)
+    share = first_pct / len(local)
+    sigma = math.sqrt(0.01 * 0.99 / len(local))
+    assert abs(share - 0.01) < 5 * sigma
+
+    # Gaps measured in open time are exponential (KS test against the rate).
+    def open_seconds(t: datetime) -> float:
+        day = (t.date() - start.date()).days
+        weeks, wd = divmod(day, 7)
+        before = weeks * 5 + min(wd, 5)
+        return (
+            before * 9 * 3600
+            + (t - t.replace(hour=9, minute=0, second=0, microsecond=0)).total_seconds()
+        )
+
+    opens = [open_seconds(t) for t in local]
+    gaps = [b - a for a, b in zip(opens, opens[1:])]
+    rate = 300 / (9 * 3600)
+    assert sps.kstest(gaps, "expon", args=(0, 1 / rate)).pvalue > 0.001
+
+
+def test_poisson_without_window_is_exponential_in_elapsed_time() -> None:
+    rec = Poisson(mean_interval=60)
+    fires = simulate(rec, 50, seed=3, start=FAKE_START)
+    gaps = [(b - a) / 1e9 for a, b in zip(fires, fires[1:])]
+    assert abs(statistics.fmean(gaps) - 60) < 2
+    assert sps.kstest(gaps, "expon", args=(0, 60)).pvalue > 0.001
+
+
+def test_several_windows_and_overnight() -> None:
+    windows = [Window("08:00", "10:00"), Window("22:00", "02:00")]
+    start = datetime(2026, 1, 5, tzinfo=timezone.utc)
+    fires = simulate(Poisson(per_day=600, window=windows), 60, seed=1, start=start)
+    hours = Counter(datetime.fromtimestamp(f / 1e9, BERLIN).hour for f in fires)
+    assert set(hours) == {8, 9, 22, 23, 0, 1}
+    assert abs(len(fires) / 60 - 600) / 600 < 0.05
+
+
+def test_poisson_is_reproducible_with_a_seed() -> None:
+    rec = Poisson(per_day=300, window=Window("09:00", "18:00"))
+    start = datetime(2026, 1, 5, tzinfo=BERLIN)
+    assert simulate(rec, 3, 42, start) == simulate(rec, 3, 42, start)
+    assert simulate(rec, 3, 42, start) != simulate(rec, 3, 43, start)
+
+
+def test_poisson_in_a_scheduler() -> None:
+    clock = FakeClock(start=datetime(2026, 1, 5, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, tz="Europe/Berlin", rng=random.Random(5))
+    seen: list[datetime] = []
+    s.schedule(
+        lambda: seen.append(clock.now()), Poisson(per_day=100, window=Window("09:00", "12:00"))
+    )
+    s.run_for(timedelta(days=7))
+    assert 500 < len(seen) < 900
+    assert all(9 <= t.astimezone(BERLIN).hour < 12 for t in seen)
+
+
+def test_jitter_delays_each_occurrence_without_accumulating() -> None:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock, rng=random.Random(11))
+    lags: list[float] = []
+    bases: list[datetime] = []
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        bases.append(run.scheduled_time)
+        lags.append((clock.now() - run.scheduled_time).total_seconds())
+
+    s.schedule(job, FixedRate(60), jitter=10)
+    s.run_for(timedelta(hours=20, seconds=30))
+    assert bases == [FAKE_START + timedelta(minutes=k) for k in range(1, 1201)]
+    assert all(0 <= lag <= 10 for lag in lags)
+    assert 4.5 < statistics.fmean(lags) < 5.5  # uniform(0, 10)
+    assert len(set(lags)) > 1000
