@@ -71,7 +71,7 @@ def test_stalled_runner_run_all_oldest_first() -> None:
 
 
 def test_within_grace_is_not_a_misfire() -> None:
-    clock, s, ran, rec = setup(Misfire.SKIP, grace=5)
+    clock, s, _, rec = setup(Misfire.SKIP, grace=5)
     clock.advance(14)  # 4 s late: within grace
     assert s.run_pending() == 1
     assert rec.events == []
@@ -140,7 +140,7 @@ def test_wall_jump_forward_and_back_with_cron() -> None:
 
 
 def test_paused_recurring_job_resumes_with_misfire_policy() -> None:
-    clock, s, ran, rec = setup(Misfire.RUN_ONCE)
+    _, s, ran, rec = setup(Misfire.RUN_ONCE)
     job = s.jobs()[0]
     job.pause()
     s.run_for(100)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -52,7 +53,7 @@ def test_fixed_rate_ignores_dst() -> None:
     seen: list[datetime] = []
     s.schedule(lambda: seen.append(clock.now()), FixedRate(3600))
     s.run_for(timedelta(hours=5))
-    gaps = {b - a for a, b in zip(seen, seen[1:])}
+    gaps = {b - a for a, b in itertools.pairwise(seen)}
     assert gaps == {timedelta(hours=1)} and len(seen) == 5
     assert [t.astimezone(BERLIN).hour for t in seen] == [0, 1, 3, 4, 5]
 
@@ -171,7 +172,7 @@ def test_poisson_office_hours_statistics() -> None:
         )
 
     opens = [open_seconds(t) for t in local]
-    gaps = [b - a for a, b in zip(opens, opens[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(opens)]
     rate = 300 / (9 * 3600)
     assert sps.kstest(gaps, "expon", args=(0, 1 / rate)).pvalue > 0.001
 
@@ -179,7 +180,7 @@ def test_poisson_office_hours_statistics() -> None:
 def test_poisson_without_window_is_exponential_in_elapsed_time() -> None:
     rec = Poisson(mean_interval=60)
     fires = simulate(rec, 50, seed=3, start=FAKE_START)
-    gaps = [(b - a) / 1e9 for a, b in zip(fires, fires[1:])]
+    gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(fires)]
     assert abs(statistics.fmean(gaps) - 60) < 2
     assert sps.kstest(gaps, "expon", args=(0, 60)).pvalue > 0.001
 
