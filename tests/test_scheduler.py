@@ -334,9 +334,10 @@ def test_event_contents(scheduler: Scheduler, events: Recorder) -> None:
     added, started, succeeded = events.events
     assert isinstance(added, JobAdded) and added.next_run_time == at(minutes=1)
     assert isinstance(started, JobStarted) and started.scheduled_time == at(minutes=1)
-    assert started.started_at == at(minutes=1) and started.attempt == 1
+    assert started.time == at(minutes=1) and started.attempt == 1
     assert isinstance(succeeded, JobSucceeded) and succeeded.result == 42
     assert succeeded.job_id == job.id == "e"
+    assert succeeded.time == succeeded.started_at == at(minutes=1)
 
 
 def test_fixed_rate_is_exact_and_does_not_drift(

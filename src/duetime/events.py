@@ -68,9 +68,12 @@ class JobEvent(Event):
 
     Attributes:
         job_id: The job's id.
+        time: When the event happened (the clock's wall time, in the scheduler's zone): for
+            ``JobStarted`` the start, for ``JobSucceeded``/``JobFailed`` the end of the run.
     """
 
     job_id: str
+    time: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,20 +92,34 @@ class JobRescheduled(JobEvent):
     """A job got a new ``when``; its old next occurrence will never fire.
 
     Attributes:
-        next_run_time: When it is now due.
+        previous_run_time: When it was due before.
+        next_run_time: When it is due now.
     """
 
+    previous_run_time: datetime | None
     next_run_time: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
 class JobCancelled(JobEvent):
-    """A job was cancelled."""
+    """A job was cancelled.
+
+    Attributes:
+        scheduled_time: The next run it had, or None.
+    """
+
+    scheduled_time: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
 class JobPaused(JobEvent):
-    """A job was paused."""
+    """A job was paused.
+
+    Attributes:
+        scheduled_time: The next run it had (kept for ``resume``), or None.
+    """
+
+    scheduled_time: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,46 +135,41 @@ class JobResumed(JobEvent):
 
 @dataclass(frozen=True, slots=True)
 class JobStarted(JobEvent):
-    """An occurrence started.
+    """An occurrence started (at ``time``).
 
     Attributes:
         scheduled_time: When it was due.
-        started_at: When it actually started.
         attempt: 1 for the first try, 2 for the first retry, ...
     """
 
     scheduled_time: datetime
-    started_at: datetime
     attempt: int
 
 
 @dataclass(frozen=True, slots=True)
 class JobSucceeded(JobEvent):
-    """An occurrence returned normally.
+    """An occurrence returned normally (at ``time``).
 
     Attributes:
         scheduled_time: When it was due.
         started_at: When it started.
-        finished_at: When it returned.
         attempt: The attempt that succeeded.
         result: What the job returned.
     """
 
     scheduled_time: datetime
     started_at: datetime
-    finished_at: datetime
     attempt: int
     result: object
 
 
 @dataclass(frozen=True, slots=True)
 class JobFailed(JobEvent):
-    """An attempt raised.
+    """An attempt raised (at ``time``).
 
     Attributes:
         scheduled_time: When the occurrence was due.
         started_at: When the attempt started.
-        finished_at: When it raised.
         attempt: The attempt that failed.
         error: The exception.
         retry_at: When the next attempt is due, or None if there will be none.
@@ -165,7 +177,6 @@ class JobFailed(JobEvent):
 
     scheduled_time: datetime
     started_at: datetime
-    finished_at: datetime
     attempt: int
     error: BaseException
     retry_at: datetime | None
@@ -173,7 +184,7 @@ class JobFailed(JobEvent):
 
 @dataclass(frozen=True, slots=True)
 class JobDead(JobEvent):
-    """An occurrence failed its last allowed attempt.
+    """An occurrence failed its last allowed attempt: no more retries.
 
     Attributes:
         scheduled_time: When the occurrence was due.
@@ -192,7 +203,6 @@ class JobMissed(JobEvent):
 
     Attributes:
         scheduled_time: The due time of the first missed occurrence.
-        detected_at: When the scheduler noticed.
         missed: How many occurrences did not run on their own (a lower bound when ``exact`` is
             False: counting a year of minutes one by one is not worth the time).
         exact: Whether ``missed`` is exact.
@@ -200,7 +210,6 @@ class JobMissed(JobEvent):
     """
 
     scheduled_time: datetime
-    detected_at: datetime
     missed: int
     exact: bool
     policy: str
@@ -208,8 +217,7 @@ class JobMissed(JobEvent):
 
 @dataclass(frozen=True, slots=True)
 class JobSkipped(JobEvent):
-    """An occurrence did not start because the previous run was still going (``Overlap.SKIP``),
-    or because ``max_concurrent`` was reached.
+    """An occurrence did not start because the previous run was still going.
 
     Attributes:
         scheduled_time: When the skipped occurrence was due.

@@ -377,7 +377,7 @@ class Scheduler:
                 self._place_first(job, first, paused)
             if not self._listeners:
                 return job
-            event = JobAdded(id, self._job_next_run_time(job))
+            event = JobAdded(id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
         return job
 
@@ -396,6 +396,7 @@ class Scheduler:
     ) -> Job:
         """``schedule(..., replace=True)`` on a live id: same handle, new parameters."""
         with self._lock:
+            previous = self._job_next_run_time(job) if self._listeners else None
             self._unqueue(job)
             job.func = func
             job.args = args
@@ -408,7 +409,9 @@ class Scheduler:
                 job._state = JobState.SCHEDULED
             self._place_first(job, first, paused)
             event = (
-                JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+                JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
+                if self._listeners
+                else None
             )
         if event is not None:
             self._emit([event])
@@ -607,12 +610,13 @@ class Scheduler:
                 job = self._lookup(job_or_id)
             except JobLookupError:
                 return False
+            event = JobCancelled(job.id, self._now_dt(), self._job_next_run_time(job))
             self._unqueue(job)
             job._state = JobState.CANCELLED
             del self._jobs[job.id]
             self._blocked = [b for b in self._blocked if b.job is not job]
         if self._listeners:
-            self._emit([JobCancelled(job.id)])
+            self._emit([event])
         return True
 
     def reschedule(self, job_or_id: Job | str, when: Any) -> Job:
@@ -633,13 +637,16 @@ class Scheduler:
         with self._lock:
             job = self._lookup(job_or_id)
             paused = job._state is JobState.PAUSED
+            previous = self._job_next_run_time(job) if self._listeners else None
             self._unqueue(job)
             job.trigger = trigger
             if not paused and job._state is not JobState.RUNNING:
                 job._state = JobState.SCHEDULED
             self._place_first(job, first, paused)
             event = (
-                JobRescheduled(job.id, self._job_next_run_time(job)) if self._listeners else None
+                JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
+                if self._listeners
+                else None
             )
         if event is not None:
             self._emit([event])
@@ -655,6 +662,7 @@ class Scheduler:
             job = self._lookup(job_or_id)
             if job._state is JobState.PAUSED:
                 return
+            event = JobPaused(job.id, self._now_dt(), self._job_next_run_time(job))
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
                 self._queues[job.trigger.timebase].cancel(job)
@@ -662,7 +670,7 @@ class Scheduler:
                 self._queues[MONOTONIC].cancel(side)
             job._state = JobState.PAUSED
         if self._listeners:
-            self._emit([JobPaused(job.id)])
+            self._emit([event])
 
     def resume(self, job_or_id: Job | str) -> None:
         """Queue a paused job again at the times it had when paused.
@@ -689,7 +697,11 @@ class Scheduler:
                 assert side.due is not None
                 self._queue_side(side, side.due)
             self._settle(job)
-            event = JobResumed(job.id, self._job_next_run_time(job)) if self._listeners else None
+            event = (
+                JobResumed(job.id, self._now_dt(), self._job_next_run_time(job))
+                if self._listeners
+                else None
+            )
         if event is not None:
             self._emit([event])
 
@@ -755,6 +767,10 @@ class Scheduler:
             mono = self._clock.monotonic_ns()
             nxt = self._job_next_mono(job, wall, mono)
             return None if nxt is None else self._to_datetime(nxt, MONOTONIC, wall, mono)
+
+    def _now_dt(self) -> datetime:
+        """The clock's wall time as an aware datetime in the scheduler's zone."""
+        return ns_to_datetime(self._clock.time_ns(), self._tz)
 
     def _to_datetime(
         self, ns: int, timebase: int, wall: int | None = None, mono: int | None = None
@@ -892,6 +908,7 @@ class Scheduler:
                     self._pending_events.append(
                         JobDeferred(
                             job.id,
+                            self._now_dt(),
                             self._to_datetime(base, base_tb),
                             self._to_datetime(at, MONOTONIC),
                         )
@@ -974,8 +991,8 @@ class Scheduler:
             self._pending_events.append(
                 JobMissed(
                     job.id,
+                    self._now_dt(),
                     self._to_datetime(base, tb),
-                    self._to_datetime(self._clock.time_ns(), WALL),
                     count,
                     exact,
                     policy.value,
@@ -986,7 +1003,9 @@ class Scheduler:
         self._stats.skipped += 1
         logger.info("job %r skipped an occurrence: %s", job.id, reason)
         if self._listeners:
-            self._pending_events.append(JobSkipped(job.id, self._to_datetime(base, tb), reason))
+            self._pending_events.append(
+                JobSkipped(job.id, self._now_dt(), self._to_datetime(base, tb), reason)
+            )
 
     def _execute(self, occ: _Occ) -> None:
         """Run one occurrence in the calling thread (no lock held) and record the outcome."""
@@ -1002,8 +1021,8 @@ class Scheduler:
         if self._listeners:
             started = JobStarted(
                 occ[0].id,
-                self._to_datetime(occ[1], occ[2]),
                 self._to_datetime(occ[4], MONOTONIC),
+                self._to_datetime(occ[1], occ[2]),
                 occ[3],
             )
             self._emit([started])
@@ -1085,9 +1104,9 @@ class Scheduler:
                 events.append(
                     JobSucceeded(
                         job.id,
+                        self._now_dt(),
                         self._to_datetime(base, base_tb),
                         self._to_datetime(started, MONOTONIC),
-                        self._to_datetime(self._clock.monotonic_ns(), MONOTONIC),
                         attempt,
                         result,
                     )
@@ -1168,9 +1187,9 @@ class Scheduler:
             events.append(
                 JobFailed(
                     job.id,
+                    self._to_datetime(mono, MONOTONIC),
                     self._to_datetime(base, base_tb),
                     self._to_datetime(started, MONOTONIC),
-                    self._to_datetime(mono, MONOTONIC),
                     attempt,
                     error,
                     None if retry_at is None else self._to_datetime(retry_at, MONOTONIC),
@@ -1183,7 +1202,9 @@ class Scheduler:
         if not isinstance(policy, NoRetry):
             logger.error("job %r is dead after %d attempt(s)", job.id, attempt)
         if self._listeners:
-            events.append(JobDead(job.id, self._to_datetime(base, base_tb), attempt, error))
+            events.append(
+                JobDead(job.id, self._now_dt(), self._to_datetime(base, base_tb), attempt, error)
+            )
         one_shot_dead = (
             live
             and not job.trigger.recurring
@@ -1233,7 +1254,11 @@ class Scheduler:
             job.attempt = 0
             self._jobs[id] = job
             self._queue_regular(job, self._clock.monotonic_ns())
-            event = JobAdded(id, self._job_next_run_time(job)) if self._listeners else None
+            event = (
+                JobAdded(id, self._now_dt(), self._job_next_run_time(job))
+                if self._listeners
+                else None
+            )
         if event is not None:
             self._emit([event])
         return job
