@@ -1,0 +1,169 @@
+"""Every public entry point, fed each bad-input class of DESIGN.md §2.
+
+Each case asserts the error type, a message that names the parameter (and usually the value), and
+that the scheduler is exactly as it was: same jobs, same queue sizes, same stats, same clock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from duetime import (
+    After,
+    At,
+    ConflictingIdError,
+    Cron,
+    ExponentialBackoff,
+    FakeClock,
+    FixedBackoff,
+    FixedDelay,
+    FixedRate,
+    InvalidArgument,
+    JobLookupError,
+    Poisson,
+    Scheduler,
+    TokenBucket,
+    Window,
+)
+from duetime.testing import FAKE_START
+
+from .conftest import snapshot
+
+NAIVE = datetime(2026, 1, 5, 9, 0)
+NAN = float("nan")
+INF = float("inf")
+
+
+def populated() -> Scheduler:
+    s = Scheduler(clock=FakeClock(start=FAKE_START), tz="Europe/Berlin", rng=random.Random(1))
+    s.schedule(print, 60, id="one-shot")
+    s.schedule(print, FixedRate(30), id="rate")
+    s.schedule(print, "0 9 * * *", id="cron")
+    s.schedule(print, 10, id="paused", paused=True)
+    s.schedule(print, 10_000, id="doomed").cancel()  # a stale entry deep in the heap
+    return s
+
+
+Case = tuple[str, Callable[[Scheduler], Any], type[Exception], str]
+
+SCHEDULER_CASES: list[Case] = [
+    # schedule(): when
+    ("naive datetime", lambda s: s.schedule(print, NAIVE), InvalidArgument, "when must be timezone-aware"),
+    ("NaN delay", lambda s: s.schedule(print, NAN), InvalidArgument, "when must be a finite number"),
+    ("inf delay", lambda s: s.schedule(print, INF), InvalidArgument, "when must be a finite number"),
+    ("negative delay", lambda s: s.schedule(print, -1), InvalidArgument, "when must not be negative, got -1"),
+    ("negative float", lambda s: s.schedule(print, -0.5), InvalidArgument, "when must not be negative"),
+    ("negative timedelta", lambda s: s.schedule(print, timedelta(seconds=-1)), InvalidArgument, "when must not be negative"),
+    ("bool when", lambda s: s.schedule(print, True), TypeError, "when must be a Recurrence"),
+    ("object when", lambda s: s.schedule(print, object()), TypeError, "when must be a Recurrence"),
+    ("bad cron string", lambda s: s.schedule(print, "tomorrow"), InvalidArgument, "'tomorrow'"),
+    # schedule(): other parameters
+    ("non-callable", lambda s: s.schedule("print", 1), TypeError, "func must be callable, got 'print'"),  # type: ignore[arg-type]
+    ("args type", lambda s: s.schedule(print, 1, args="ab"), TypeError, "args must be a tuple or list"),  # type: ignore[arg-type]
+    ("kwargs type", lambda s: s.schedule(print, 1, kwargs=[1]), TypeError, "kwargs must be a dict"),  # type: ignore[arg-type]
+    ("id type", lambda s: s.schedule(print, 1, id=5), TypeError, "id must be a str"),  # type: ignore[arg-type]
+    ("empty id", lambda s: s.schedule(print, 1, id=""), InvalidArgument, "id must not be empty"),
+    ("duplicate id", lambda s: s.schedule(print, 1, id="rate"), ConflictingIdError, "'rate' is already scheduled"),
+    ("duplicate paused id", lambda s: s.schedule(print, 1, id="paused"), ConflictingIdError, "'paused'"),
+    ("name type", lambda s: s.schedule(print, 1, name=3), TypeError, "name must be a str"),  # type: ignore[arg-type]
+    ("priority type", lambda s: s.schedule(print, 1, priority=1.5), TypeError, "priority must be an int, got 1.5"),  # type: ignore[arg-type]
+    ("retry type", lambda s: s.schedule(print, 1, retry=3), TypeError, "retry must be a RetryPolicy"),  # type: ignore[arg-type]
+    ("misfire type", lambda s: s.schedule(print, 1, misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
+    ("overlap type", lambda s: s.schedule(print, 1, overlap="skip"), TypeError, "overlap must be an Overlap"),  # type: ignore[arg-type]
+    ("negative grace", lambda s: s.schedule(print, 1, grace=-1), InvalidArgument, "grace must not be negative"),
+    ("NaN jitter", lambda s: s.schedule(print, 1, jitter=NAN), InvalidArgument, "jitter must be a finite"),
+    ("limiter type", lambda s: s.schedule(print, 1, limiter=10), TypeError, "limiter must be a TokenBucket"),  # type: ignore[arg-type]
+    ("unknown executor", lambda s: s.schedule(print, 1, executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
+    # management
+    ("cancel type", lambda s: s.cancel(42), TypeError, "job_or_id must be a Job or a job id"),  # type: ignore[arg-type]
+    ("reschedule unknown", lambda s: s.reschedule("nope", 5), JobLookupError, "no job with id 'nope'"),
+    ("reschedule naive", lambda s: s.reschedule("rate", NAIVE), InvalidArgument, "when must be timezone-aware"),
+    ("reschedule NaN", lambda s: s.reschedule("rate", NAN), InvalidArgument, "when must be a finite"),
+    ("reschedule zero rate", lambda s: s.reschedule("rate", FixedRate(0)), InvalidArgument, "seconds must be positive, got 0"),
+    ("pause unknown", lambda s: s.pause("nope"), JobLookupError, "'nope'"),
+    ("resume unknown", lambda s: s.resume("nope"), JobLookupError, "'nope'"),
+    ("trigger unknown", lambda s: s.trigger("nope"), JobLookupError, "'nope'"),
+    ("get type", lambda s: s.get(5), TypeError, "id must be a str, got 5"),  # type: ignore[arg-type]
+    ("retry_failed unknown", lambda s: s.retry_failed("nope"), JobLookupError, "'nope'"),
+    ("discard_failed type", lambda s: s.discard_failed(1), TypeError, "id must be a str"),  # type: ignore[arg-type]
+    ("subscribe non-callable", lambda s: s.subscribe(None), TypeError, "listener must be callable"),  # type: ignore[arg-type]
+    # driving time
+    ("run_until naive", lambda s: s.run_until(NAIVE), InvalidArgument, "when must be timezone-aware"),
+    ("run_until NaN", lambda s: s.run_until(NAN), InvalidArgument, "when must be a finite epoch time"),
+    ("run_for negative", lambda s: s.run_for(-5), InvalidArgument, "seconds must not be negative, got -5"),
+    ("run_for inf", lambda s: s.run_for(INF), InvalidArgument, "seconds must be a finite"),
+    ("advance negative", lambda s: s.clock.advance(-1), InvalidArgument, "seconds must not be negative"),  # type: ignore[attr-defined]
+    ("set backwards", lambda s: s.clock.set(FAKE_START - timedelta(days=1)), InvalidArgument, "when must not be earlier"),  # type: ignore[attr-defined]
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("label", "call", "error", "message"), SCHEDULER_CASES, ids=[c[0] for c in SCHEDULER_CASES]
+)
+def test_scheduler_entry_points_reject_bad_input_and_change_nothing(
+    label: str, call: Callable[[Scheduler], Any], error: type[Exception], message: str
+) -> None:
+    s = populated()
+    before = snapshot(s)
+    with pytest.raises(error, match=message):
+        call(s)
+    assert snapshot(s) == before
+
+
+CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
+    ("At naive", lambda: At(NAIVE), InvalidArgument, "when must be timezone-aware"),
+    ("At type", lambda: At("2026-01-01"), TypeError, "when must be a timezone-aware datetime"),  # type: ignore[arg-type]
+    ("After negative", lambda: After(-1), InvalidArgument, "delay must not be negative, got -1"),
+    ("After NaN", lambda: After(NAN), InvalidArgument, "delay must be a finite"),
+    ("FixedRate zero", lambda: FixedRate(0), InvalidArgument, "seconds must be positive, got 0"),
+    ("FixedRate inf", lambda: FixedRate(INF), InvalidArgument, "seconds must be a finite"),
+    ("FixedRate naive start", lambda: FixedRate(1, start=NAIVE), InvalidArgument, "start must be timezone-aware"),
+    ("FixedDelay zero", lambda: FixedDelay(timedelta(0)), InvalidArgument, "seconds must be positive"),
+    ("FixedDelay negative initial", lambda: FixedDelay(5, initial_delay=-1), InvalidArgument, "initial_delay must not be negative"),
+    ("Cron invalid", lambda: Cron("99 * * * *"), InvalidArgument, "'99 \\* \\* \\* \\*'"),
+    ("Cron zone", lambda: Cron("* * * * *", tz="Atlantis/Capital"), InvalidArgument, "tz is not a known time zone: 'Atlantis/Capital'"),
+    ("Window empty", lambda: Window("10:00", "10:00"), InvalidArgument, "window is empty"),
+    ("Window no days", lambda: Window("10:00", "11:00", days=()), InvalidArgument, "days must not be empty"),
+    ("Poisson zero", lambda: Poisson(per_day=0), InvalidArgument, "per_day must be a positive"),
+    ("Poisson NaN", lambda: Poisson(rate=NAN), InvalidArgument, "rate must be a positive finite"),
+    ("TokenBucket zero", lambda: TokenBucket(0), InvalidArgument, "rate must be a positive"),
+    ("TokenBucket per", lambda: TokenBucket(1, per=-1), InvalidArgument, "per must not be negative"),
+    ("Backoff negative", lambda: FixedBackoff([-1]), InvalidArgument, r"delays\[0\] must not be negative"),
+    ("Exponential NaN", lambda: ExponentialBackoff(base=NAN), InvalidArgument, "base must be a positive finite"),
+    ("FakeClock naive", lambda: FakeClock(start=NAIVE), InvalidArgument, "start must be timezone-aware"),
+    ("FakeClock NaN", lambda: FakeClock(start=NAN), InvalidArgument, "start must be a finite"),
+    ("Scheduler tz", lambda: Scheduler(tz="Mars/Base"), InvalidArgument, "tz is not a known time zone: 'Mars/Base'"),
+    ("Scheduler clock", lambda: Scheduler(clock=object()), TypeError, "clock must implement the Clock protocol"),  # type: ignore[arg-type]
+    ("Scheduler rng", lambda: Scheduler(rng=1), TypeError, "rng must be a random.Random"),  # type: ignore[arg-type]
+    ("Scheduler grace", lambda: Scheduler(grace=NAN), InvalidArgument, "grace must be a finite"),
+    ("Scheduler max_concurrent", lambda: Scheduler(max_concurrent=0), InvalidArgument, "max_concurrent must be at least 1, got 0"),
+    ("Scheduler wall_check", lambda: Scheduler(wall_check_interval=0), InvalidArgument, "wall_check_interval must be positive"),
+    ("Scheduler misfire", lambda: Scheduler(misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("label", "call", "error", "message"), CONSTRUCTOR_CASES, ids=[c[0] for c in CONSTRUCTOR_CASES]
+)
+def test_constructors_reject_bad_input(
+    label: str, call: Callable[[], Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_invalid_argument_is_a_value_error() -> None:
+    s = populated()
+    with pytest.raises(ValueError, match="when must not be negative"):
+        s.schedule(print, -1)
+
+
+def test_the_stale_entry_of_the_fixture_is_counted() -> None:
+    # populated() leaves one cancelled entry in the heap, so the snapshot's queue sizes include
+    # a stale count that a half-done operation would visibly change.
+    assert populated().stats().stale_entries == 1
