@@ -165,7 +165,8 @@ def test_exhausted_dead_retry_failed_succeeds(caplog: pytest.LogCaptureFixture) 
     again = s.retry_failed("webhook")
     assert again is job and s.failed() == [] and "webhook" in s
     s.run_pending()
-    assert job.state is JobState.COMPLETED and flaky.calls[-1][0] == 1
+    state: JobState = job.state
+    assert state is JobState.COMPLETED and flaky.calls[-1][0] == 1
     with pytest.raises(JobLookupError, match="webhook"):
         s.retry_failed("webhook")
 

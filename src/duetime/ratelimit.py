@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
+from datetime import timedelta
 
 from duetime._validate import NS_PER_SECOND, duration_ns
 from duetime.errors import InvalidArgument
@@ -34,7 +35,7 @@ class TokenBucket:
 
     __slots__ = ("_burst", "_interval", "_lock", "_tat", "burst", "per", "rate")
 
-    def __init__(self, rate: float, per: float = 1.0, burst: int | None = None) -> None:
+    def __init__(self, rate: float, per: float | timedelta = 1.0, burst: int | None = None) -> None:
         if isinstance(rate, bool) or not isinstance(rate, (int, float)):
             raise TypeError(f"rate must be a number, got {rate!r}")
         if not math.isfinite(rate) or rate <= 0:

@@ -50,7 +50,9 @@ class NoRetry:
         return None
 
 
-def _retryable(retry_on: tuple[type[BaseException], ...], error: BaseException) -> bool:
+def _retryable(
+    retry_on: type[BaseException] | tuple[type[BaseException], ...], error: BaseException
+) -> bool:
     return isinstance(error, retry_on)
 
 
@@ -78,7 +80,7 @@ class FixedBackoff:
     """
 
     delays: Sequence[float | int | timedelta]
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,)
     _seconds: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -131,7 +133,7 @@ class ExponentialBackoff:
     cap: float = 300.0
     max_attempts: int = 5
     jitter: Jitter | None = "full"
-    retry_on: tuple[type[BaseException], ...] = (Exception,)
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,)
 
     def __post_init__(self) -> None:
         for name in ("base", "factor", "cap"):
