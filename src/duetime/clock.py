@@ -180,7 +180,8 @@ class FakeClock:
         with self._lock:
             self._wall += ns
             self._mono += ns
-        self._notify()
+        if self._watched:
+            self._notify()
 
     def set(self, when: datetime) -> None:
         """Move forward to the wall-clock time ``when`` (both timebases move by the difference).
@@ -214,7 +215,8 @@ class FakeClock:
             raise TypeError(f"seconds must be a number of seconds or a timedelta, got {seconds!r}")
         with self._lock:
             self._wall += -ns if negative else ns
-        self._notify()
+        if self._watched:
+            self._notify()
 
     # -- sleeping ---------------------------------------------------------------------------
 
@@ -255,9 +257,8 @@ class FakeClock:
         return remove
 
     def _notify(self) -> None:
-        # WeakSet iteration is slow; a simulation that nobody sleeps on should not pay for it.
-        if not self._watched:
-            return
+        # Callers skip this while nothing is watched: WeakSet iteration is slow, and a
+        # simulation that nobody sleeps on should not pay for it.
         with self._lock:
             conditions = list(self._conditions)
             callbacks = list(self._callbacks)

@@ -91,7 +91,6 @@ class Job:
     """A handle on one scheduled piece of work.
 
     Attributes:
-        id: The job's unique key in its scheduler.
         func: The callable that runs.
         args: Positional arguments for ``func``.
         kwargs: Keyword arguments for ``func``.
@@ -108,6 +107,7 @@ class Job:
         "_base",
         "_catchup",
         "_due",
+        "_id",
         "_name",
         "_opts",
         "_running",
@@ -119,7 +119,6 @@ class Job:
         "attempt",
         "failures",
         "func",
-        "id",
         "kwargs",
         "last_error",
         "priority",
@@ -130,7 +129,7 @@ class Job:
     def __init__(
         self,
         scheduler: Scheduler,
-        job_id: str,
+        job_id: str | None,
         func: Callable[..., Any],
         trigger: Recurrence,
         args: tuple[Any, ...],
@@ -140,7 +139,8 @@ class Job:
         opts: JobOptions,
     ) -> None:
         self._sched = scheduler
-        self.id = job_id
+        # None until someone asks: most jobs never need a string id (see the id property).
+        self._id = job_id
         self.func = func
         self.trigger = trigger
         self.args = args
@@ -163,6 +163,19 @@ class Job:
         self.failures = 0
         self.attempt = 0
         self.last_error: BaseException | None = None
+
+    @property
+    def id(self) -> str:
+        """The job's unique key in its scheduler.
+
+        A job scheduled without ``id=`` gets a short generated one the first time it is read:
+        formatting and indexing ids that nobody looks at was a measurable share of scheduling a
+        one-shot job (and ~50 bytes each).
+        """
+        job_id = self._id
+        if job_id is None:
+            job_id = self._sched._name_job(self)
+        return job_id
 
     @property
     def name(self) -> str:

@@ -219,7 +219,11 @@ class Scheduler:
             EventQueue(counter=counter),
             EventQueue(counter=counter),
         )
-        self._jobs: dict[str, Job] = {}
+        # Live jobs by id; anonymous jobs by the Job itself until their id is read (_name_job).
+        self._jobs: dict[str | Job, Job] = {}
+        # Set once a wall-clock entry has been queued; until then the stepping loop can skip
+        # the two-queue merge.
+        self._wall_used = False
         self._failed: dict[str, FailedJob] = {}
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
@@ -360,24 +364,30 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if id is None:
-                id = self._id_prefix + format(next(self._id_counter), "x")
-            elif id in self._jobs:
+            if id is not None and id in self._jobs:
                 if not replace:
                     raise ConflictingIdError(id)
                 return self._replace(
                     self._jobs[id], func, trigger, first, args, kwargs, name, priority, opts, paused
                 )
             job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
-            self._jobs[id] = job
-            if first is not None and not paused and opts.jitter_ns == 0 and self._runner is None:
+            # Anonymous jobs are indexed by the Job itself until their id is first read.
+            self._jobs[job if id is None else id] = job
+            if (
+                first is not None
+                and not paused
+                and opts.jitter_ns == 0
+                and self._runner is None
+                and trigger.timebase
+            ):
+                # A plain monotonic job (the common case), queued without the general path.
                 job._base = job._due = first
-                self._queues[trigger.timebase].push(job, first, priority)
+                self._queues[MONOTONIC].push(job, first, priority)
             else:
                 self._place_first(job, first, paused)
             if not self._listeners:
                 return job
-            event = JobAdded(id, self._now_dt(), self._job_next_run_time(job))
+            event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
         return job
 
@@ -517,6 +527,8 @@ class Scheduler:
         job._due = due
         tb = job.trigger.timebase
         queue = self._queues[tb]
+        if tb == WALL:
+            self._wall_used = True
         if self._runner is not None:
             self._runner.note_push(tb, due, queue)
         queue.push(job, due, job.priority)
@@ -559,14 +571,16 @@ class Scheduler:
             job._state = JobState.SCHEDULED
         else:
             job._state = JobState.FAILED if failed else JobState.COMPLETED
-            if self._jobs.get(job.id) is job:
-                del self._jobs[job.id]
+            key = job if job._id is None else job._id
+            if self._jobs.get(key) is job:
+                del self._jobs[key]
 
     # -- management -----------------------------------------------------------------------------
 
     def _lookup(self, job_or_id: Job | str) -> Job:
         if isinstance(job_or_id, Job):
-            job = self._jobs.get(job_or_id.id)
+            key = job_or_id if job_or_id._id is None else job_or_id._id
+            job = self._jobs.get(key)
             if job is not job_or_id:
                 raise JobLookupError(job_or_id.id)
             return job
@@ -585,7 +599,7 @@ class Scheduler:
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Job):
-            return self._jobs.get(item.id) is item
+            return self._jobs.get(item if item._id is None else item._id) is item
         return item in self._jobs
 
     def __len__(self) -> int:
@@ -610,12 +624,17 @@ class Scheduler:
                 job = self._lookup(job_or_id)
             except JobLookupError:
                 return False
-            event = JobCancelled(job.id, self._now_dt(), self._job_next_run_time(job))
+            event = (
+                JobCancelled(job.id, self._now_dt(), self._job_next_run_time(job))
+                if self._listeners
+                else None
+            )
             self._unqueue(job)
             job._state = JobState.CANCELLED
-            del self._jobs[job.id]
-            self._blocked = [b for b in self._blocked if b.job is not job]
-        if self._listeners:
+            del self._jobs[job if job._id is None else job._id]
+            if self._blocked:
+                self._blocked = [b for b in self._blocked if b.job is not job]
+        if event is not None:
             self._emit([event])
         return True
 
@@ -662,14 +681,18 @@ class Scheduler:
             job = self._lookup(job_or_id)
             if job._state is JobState.PAUSED:
                 return
-            event = JobPaused(job.id, self._now_dt(), self._job_next_run_time(job))
+            event = (
+                JobPaused(job.id, self._now_dt(), self._job_next_run_time(job))
+                if self._listeners
+                else None
+            )
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
                 self._queues[job.trigger.timebase].cancel(job)
             for side in job._sides or ():
                 self._queues[MONOTONIC].cancel(side)
             job._state = JobState.PAUSED
-        if self._listeners:
+        if event is not None:
             self._emit([event])
 
     def resume(self, job_or_id: Job | str) -> None:
@@ -771,6 +794,17 @@ class Scheduler:
     def _now_dt(self) -> datetime:
         """The clock's wall time as an aware datetime in the scheduler's zone."""
         return ns_to_datetime(self._clock.time_ns(), self._tz)
+
+    def _name_job(self, job: Job) -> str:
+        """Give an anonymous job its generated id, the first time anyone reads ``job.id``."""
+        with self._lock:
+            if job._id is None:
+                job_id = self._id_prefix + format(next(self._id_counter), "x")
+                if self._jobs.get(job) is job:  # still live: index it by its new id
+                    del self._jobs[job]
+                    self._jobs[job_id] = job
+                job._id = job_id
+            return job._id
 
     def _to_datetime(
         self, ns: int, timebase: int, wall: int | None = None, mono: int | None = None
@@ -1088,7 +1122,7 @@ class Scheduler:
                 self._settle(job)
             elif job._state is _RUNNING:
                 job._state = _COMPLETED
-                del self._jobs[job.id]
+                del self._jobs[job if job._id is None else job._id]
             return
         self._finish_slow(occ, result, error)
 
@@ -1390,7 +1424,7 @@ class Scheduler:
         # occurrence's outcome is recorded under the same lock acquisition that picks the next.
         count = 0
         lock = self._lock
-        qwall, qmono = self._queues
+        qmono = self._queues[MONOTONIC]
         entry: Any
         due: int
         begin = self._begin
@@ -1409,7 +1443,7 @@ class Scheduler:
                     wall = time_ns()
                     mono = monotonic_ns()
                     limit = target - wall + mono  # the wall target on the monotonic axis
-                    if qwall:
+                    if self._wall_used:
                         head = self._head(wall, mono)
                         if head is None or head[2] > limit:
                             break

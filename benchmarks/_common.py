@@ -1,0 +1,43 @@
+"""Shared helpers: medians over repeats, and a plain-text table with ratios to a reference."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+
+def parse(description: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="small sizes, one repeat (CI smoke run)")
+    p.add_argument("--repeat", type=int, default=5, help="repeats per measurement (median)")
+    args = p.parse_args()
+    if args.quick:
+        args.repeat = 1
+    return args
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall seconds of ``fn()`` over ``repeat`` runs (GC collected before each)."""
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def table(title: str, unit: str, rows: Sequence[tuple[str, float | None]], ref: str) -> None:
+    """Print rows of (name, value) with the ratio of each value to the row named ``ref``."""
+    base = dict(rows)[ref]
+    print(f"\n{title}")
+    print(f"  {'':34} {unit:>14} {'ratio to ' + ref:>22}")
+    for name, value in rows:
+        if value is None:
+            print(f"  {name:34} {'n/a':>14}")
+            continue
+        ratio = f"{value / base:.2f}x" if base else "-"
+        print(f"  {name:34} {value:14.3f} {ratio:>22}")
