@@ -5,6 +5,8 @@ Public names only; each lives in the module that owns its idea (see the docs' co
 
 from __future__ import annotations
 
+import logging
+
 from duetime.aio import AsyncScheduler
 from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
 from duetime.core import EventQueue
@@ -43,6 +45,10 @@ from duetime.scheduler import FailedJob, Scheduler
 from duetime.stats import Lateness, Stats
 
 __version__ = "0.1.0"
+
+# A library does not decide where log records go: without this, Python's last-resort handler
+# would print duetime's warnings to stderr in applications that never configured logging.
+logging.getLogger("duetime").addHandler(logging.NullHandler())
 
 __all__ = [
     "After",

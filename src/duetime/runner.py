@@ -98,6 +98,8 @@ class Runner:
 
     def start(self) -> None:
         """Start the thread and announce it."""
+        for ex in self._owned:
+            _prestart(ex)
         self._thread.start()
         s = self._s
         s._emit([SchedulerStarted(s._to_datetime(s._clock.time_ns(), 0))])
@@ -253,6 +255,23 @@ class Runner:
                 if remaining is not None and remaining <= 0:
                     return False
                 s._cond.wait(remaining)
+
+
+def _prestart(executor: cf.Executor) -> None:
+    """Start the pool's worker threads now rather than on the first submits.
+
+    ThreadPoolExecutor spawns a thread inside ``submit`` until it has ``max_workers``; the first
+    jobs of a schedule would pay that (milliseconds) as lateness. A barrier makes every worker
+    exist before the runner starts.
+    """
+    workers = getattr(executor, "_max_workers", DEFAULT_WORKERS)
+    barrier = threading.Barrier(workers + 1)
+    for _ in range(workers):
+        executor.submit(barrier.wait, 5.0)
+    try:
+        barrier.wait(5.0)
+    except threading.BrokenBarrierError:  # pragma: no cover - a starved machine; not fatal
+        logger.debug("thread pool warm-up timed out")
 
 
 def clock_now_real() -> float:
