@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -54,3 +55,20 @@ def snapshot(s: Scheduler) -> tuple[Any, ...]:
 
 
 Snapshot = Callable[[Scheduler], tuple[Any, ...]]
+
+
+#: Real seconds a correct threaded test never comes near; only a hang would reach it.
+WAIT = 10.0
+
+
+def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
+    """Wait (on an Event, not a sleep) until ``predicate`` holds; fail after ``timeout``."""
+    done = threading.Event()
+    deadline = threading.Timer(timeout, done.set)
+    deadline.start()
+    try:
+        while not predicate():
+            if done.wait(0.001):
+                raise AssertionError("condition not reached")
+    finally:
+        deadline.cancel()

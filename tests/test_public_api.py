@@ -47,3 +47,10 @@ def test_version_matches_pyproject() -> None:
     text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     match = re.search(r'^version = "([^"]+)"', text, re.M)
     assert match is not None and match.group(1) == duetime.__version__
+
+
+def test_library_logger_has_a_null_handler() -> None:
+    import logging
+
+    handlers = logging.getLogger("duetime").handlers
+    assert any(isinstance(h, logging.NullHandler) for h in handlers)

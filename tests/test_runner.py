@@ -27,10 +27,9 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import Recorder
+from .conftest import WAIT, Recorder, until
 
 T = TypeVar("T")
-WAIT = 10.0  # real seconds a correct test never comes near
 
 
 class CountingClock(FakeClock):
@@ -58,19 +57,6 @@ def running(clock: CountingClock) -> Iterator[Scheduler]:
         yield s
     finally:
         s.shutdown(wait=True)
-
-
-def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Wait (on an Event, not a sleep loop) until ``predicate`` holds."""
-    done = threading.Event()
-    deadline = threading.Timer(timeout, done.set)
-    deadline.start()
-    try:
-        while not predicate():
-            if done.wait(0.001):
-                raise AssertionError("condition not reached")
-    finally:
-        deadline.cancel()
 
 
 def test_runs_due_work_when_fake_time_moves(running: Scheduler, clock: FakeClock) -> None:
@@ -344,6 +330,11 @@ def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
 
 
+def held(job: Any) -> bool:
+    """Whether a run of ``job`` is held back until its running one ends."""
+    return any(side.hold == 1 for side in job._sides or ())
+
+
 def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorder]:
     """A 10 s fixed-rate job whose first run lasts until two more periods have come due.
 
@@ -373,9 +364,9 @@ def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorde
             elif policy is Overlap.SKIP:
                 until(lambda k=k: len(rec.events) == k)  # type: ignore[misc]
             else:
-                until(lambda k=k: j._waiting is not None and len(rec.events) == k - 1)  # type: ignore[misc]
+                until(lambda k=k: held(j) and len(rec.events) == k - 1)  # type: ignore[misc]
         release.set()
-        until(lambda: j._running == 0 and j._waiting is None)
+        until(lambda: j._running == 0 and not held(j))
         assert s.wait_idle(WAIT)
     return started, rec
 

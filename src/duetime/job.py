@@ -114,7 +114,6 @@ class Job:
         "_sched",
         "_sides",
         "_state",
-        "_waiting",
         "args",
         "attempt",
         "failures",
@@ -158,7 +157,6 @@ class Job:
         self._sides: list[Any] | None = None
         self._running = 0
         self._catchup = False  # in the middle of a Misfire.RUN_ALL catch-up
-        self._waiting: int | None = None  # base of a run held back by Overlap.QUEUE
         self.runs = 0
         self.failures = 0
         self.attempt = 0

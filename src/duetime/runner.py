@@ -105,8 +105,14 @@ class Runner:
         s._emit([SchedulerStarted(s._to_datetime(s._clock.time_ns(), 0))])
 
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
-        """Stop the thread; with ``wait``, also wait for dispatched jobs to finish."""
+        """Stop the thread; with ``wait``, also wait for dispatched jobs to finish.
+
+        Called from inside a job (a job that shuts its scheduler down), it cannot wait for the
+        jobs, its own run among them: it stops the runner and lets running jobs finish.
+        """
         s = self._s
+        if _current.get() is not None:
+            wait = False
         with s._cond:
             self._stop = True
             s._cond.notify_all()

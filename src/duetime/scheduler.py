@@ -87,15 +87,20 @@ _INF = float("inf")
 _RECURRENCE_TYPES: set[type] = set()
 
 
-class _Side:
-    """An occurrence attempt queued beside a job's regular schedule.
+_QUEUED, _HELD, _BLOCKED = 0, 1, 2
 
-    Retries, runs deferred by a rate limiter, runs held back by ``Overlap.QUEUE`` and
-    ``trigger()`` calls each get one, keyed in the monotonic queue by this object, so none of
-    them can displace (or be displaced by) the job's next regular occurrence.
+
+class _Side:
+    """An occurrence attempt kept beside a job's regular schedule.
+
+    Retries, runs deferred by a rate limiter, runs held back by an overlap policy or by
+    ``max_concurrent``, and ``trigger()`` calls each get one. A side is always listed in its
+    job's ``_sides`` until it starts, so a job with one is never taken for finished; while queued
+    it is keyed in the monotonic queue by this object, so it can neither displace nor be
+    displaced by the job's next regular occurrence.
     """
 
-    __slots__ = ("attempt", "base", "base_tb", "due", "job", "prev_delay", "reserved")
+    __slots__ = ("attempt", "base", "base_tb", "due", "hold", "job", "prev_delay", "reserved")
 
     def __init__(
         self,
@@ -112,7 +117,10 @@ class _Side:
         self.attempt = attempt
         self.prev_delay = prev_delay
         self.reserved = reserved  # a rate-limiter token is already held for this start
-        self.due: int | None = None  # monotonic due of the side entry while queued/paused
+        self.due: int | None = None  # monotonic due while queued (kept while paused)
+        # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
+        # _BLOCKED (waits in Scheduler._blocked for a max_concurrent slot).
+        self.hold = _QUEUED
 
 
 # An occurrence that has begun: (job, base, base_tb, attempt, started_mono_ns, prev_delay).
@@ -520,11 +528,17 @@ class Scheduler:
         self._queue_regular(job, first)
 
     def _queue_regular(self, job: Job, base: int) -> None:
-        """Queue the job's next regular occurrence at ``base`` (+ jitter)."""
+        """Make ``base`` (+ jitter) the job's next regular occurrence and queue it (unless the
+        job is paused: then it is only recorded, and ``resume`` queues it)."""
         jitter = job._opts.jitter_ns
-        due = base + self._rng.randint(0, jitter) if jitter else base
         job._base = base
-        job._due = due
+        job._due = base + self._rng.randint(0, jitter) if jitter else base
+        if job._state is not JobState.PAUSED:
+            self._push_regular(job)
+
+    def _push_regular(self, job: Job) -> None:
+        due = job._due
+        assert due is not None
         tb = job.trigger.timebase
         queue = self._queues[tb]
         if tb == WALL:
@@ -534,22 +548,58 @@ class Scheduler:
         queue.push(job, due, job.priority)
 
     def _queue_side(self, side: _Side, due_mono: int) -> None:
-        """Queue a side occurrence (retry, deferral, held-back or triggered run)."""
+        """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
         side.due = due_mono
+        side.hold = _QUEUED
         job = side.job
         if job._sides is None:
             job._sides = [side]
         elif side not in job._sides:
             job._sides.append(side)
-        if job._state is JobState.PAUSED:
-            return
+        if job._state is not JobState.PAUSED:
+            self._push_side(side)
+
+    def _push_side(self, side: _Side) -> None:
+        due = side.due
+        assert due is not None
         queue = self._queues[MONOTONIC]
         if self._runner is not None:
-            self._runner.note_push(MONOTONIC, due_mono, queue)
-        queue.push(side, due_mono, job.priority)
+            self._runner.note_push(MONOTONIC, due, queue)
+        queue.push(side, due, side.job.priority)
+
+    def _hold_side(self, side: _Side, hold: int) -> None:
+        """Keep a side unqueued until the job's run ends (_HELD) or a slot frees (_BLOCKED)."""
+        side.due = None
+        side.hold = hold
+        job = side.job
+        if job._sides is None:
+            job._sides = [side]
+        elif side not in job._sides:
+            job._sides.append(side)
+        if hold == _BLOCKED:
+            self._blocked.append(side)
+
+    def _release_held(self, job: Job) -> None:
+        """The job's last run ended: queue the sides that waited for it, now."""
+        if job._sides and not job._running and job._state is not JobState.CANCELLED:
+            now = self._clock.monotonic_ns()
+            for side in list(job._sides):
+                if side.hold == _HELD:
+                    self._queue_side(side, now)
+
+    def _release_blocked(self) -> None:
+        """Queue blocked starts, oldest first, while ``max_concurrent`` leaves room."""
+        if not self._blocked or self._max_concurrent is None:
+            return
+        room = self._max_concurrent - self._running_total
+        now = self._clock.monotonic_ns()
+        while self._blocked and room > 0:
+            side = self._blocked.pop(0)
+            self._queue_side(side, now)
+            room -= 1
 
     def _unqueue(self, job: Job) -> None:
-        """Remove every queue entry of ``job`` (regular and side) and forget them."""
+        """Remove every pending entry of ``job`` (regular and side) and forget them."""
         if job._due is not None:
             self._queues[job.trigger.timebase].cancel(job)
             job._due = job._base = None
@@ -557,18 +607,26 @@ class Scheduler:
             mono = self._queues[MONOTONIC]
             for side in job._sides:
                 mono.cancel(side)
-            job._sides = None
-        job._waiting = None
+                if side.hold == _BLOCKED:
+                    self._blocked.remove(side)
+        job._sides = None
 
     def _settle(self, job: Job, failed: bool = False) -> None:
-        """Give a job whose pending work changed its resting state; end it if none is left."""
+        """Give a job whose pending work changed its resting state; end it if none is left.
+
+        A paused job stays paused while it has anything pending, and ends like any other job
+        when it has nothing left (a paused one-shot whose run finished).
+        """
         state = job._state
-        if state is JobState.CANCELLED or state is JobState.PAUSED:
+        if state is JobState.CANCELLED:
             return
+        paused = state is JobState.PAUSED
         if job._running:
-            job._state = JobState.RUNNING
-        elif job._due is not None or job._sides or job._waiting is not None:
-            job._state = JobState.SCHEDULED
+            if not paused:
+                job._state = JobState.RUNNING
+        elif job._due is not None or job._sides:
+            if not paused:
+                job._state = JobState.SCHEDULED
         else:
             job._state = JobState.FAILED if failed else JobState.COMPLETED
             key = job if job._id is None else job._id
@@ -689,8 +747,12 @@ class Scheduler:
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
                 self._queues[job.trigger.timebase].cancel(job)
+            now = self._clock.monotonic_ns()
             for side in job._sides or ():
                 self._queues[MONOTONIC].cancel(side)
+                if side.hold == _BLOCKED:  # it would have started: it starts on resume
+                    self._blocked.remove(side)
+                    side.hold, side.due = _QUEUED, now
             job._state = JobState.PAUSED
         if event is not None:
             self._emit([event])
@@ -710,15 +772,11 @@ class Scheduler:
             if job._state is not JobState.PAUSED:
                 return
             job._state = JobState.SCHEDULED
-            if job._base is not None:
-                base, due = job._base, job._due
-                self._queue_regular(job, base)
-                job._due = due  # keep the jitter drawn before the pause
-                if due is not None and due != base:
-                    self._queues[job.trigger.timebase].push(job, due, job.priority)
-            for side in list(job._sides or ()):
-                assert side.due is not None
-                self._queue_side(side, side.due)
+            if job._due is not None:  # the next regular occurrence, jitter as drawn before
+                self._push_regular(job)
+            for side in job._sides or ():
+                if side.hold == _QUEUED:
+                    self._push_side(side)
             self._settle(job)
             event = (
                 JobResumed(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -907,12 +965,12 @@ class Scheduler:
                 if job._running and overlap is not Overlap.ALLOW:
                     if overlap is Overlap.SKIP:
                         self._skipped(job, base, tb, "previous run still going")
-                    elif job._waiting is None:  # Overlap.QUEUE
-                        job._waiting = base
-                    else:
+                    elif any(x.hold == _HELD for x in job._sides or ()):
                         # One held run at most: later ones coalesce into it, so a job that is
                         # always slower than its period cannot grow a backlog.
                         self._skipped(job, base, tb, "coalesced into the held-back run")
+                    else:  # Overlap.QUEUE: start when the running one ends
+                        self._hold_side(_Side(job, base, trig.timebase, 1), _HELD)
                     self._settle(job)
                     return None
             limiter = opts.limiter
@@ -921,6 +979,11 @@ class Scheduler:
         else:
             side: _Side = key
             job = side.job
+            if job._running and (job._opts.overlap or self._overlap) is not Overlap.ALLOW:
+                # A retry, held-back run or trigger() of a job with a run still going waits for
+                # that run to end rather than overlap it.
+                self._hold_side(side, _HELD)
+                return None
             jsides = job._sides
             if jsides is not None:
                 jsides.remove(side)
@@ -950,10 +1013,10 @@ class Scheduler:
                 self._settle(job)
                 return None
         if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
-            # Held until a run finishes; _finish queues the oldest held one again.
-            self._blocked.append(_Side(job, base, base_tb, attempt, prev_delay, True))
-            if job._sides is None:
-                job._sides = []
+            # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
+            blocked = key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
+            blocked.reserved = True
+            self._hold_side(blocked, _BLOCKED)
             self._settle(job)
             return None
         job._running += 1
@@ -1048,8 +1111,9 @@ class Scheduler:
             return
         with self._lock:
             self._finish_locked(done)
-        if self._pending_events:
-            self._emit(self._take_events())
+            events = self._take_events()
+        if events:
+            self._emit(events)
 
     def _emit_started(self, occ: _Occ) -> None:
         if self._listeners:
@@ -1065,16 +1129,20 @@ class Scheduler:
         """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
         with self._lock:
             self._finish_locked((occ, result, error))
-        if self._pending_events:
-            self._emit(self._take_events())
+            events = self._take_events()
+        if events:
+            self._emit(events)
 
-    def _abandon(self, occ: _Occ) -> None:
-        """Forget an occurrence whose executor future was cancelled before it started."""
+    def _abandon(self, occ: _Occ, failed: bool = False) -> None:
+        """Forget an occurrence that will not produce an outcome: cancelled before it started,
+        or interrupted by a BaseException (``failed``)."""
         job = occ[0]
         with self._lock:
             job._running -= 1
             self._running_total -= 1
-            self._settle(job)
+            self._release_held(job)
+            self._release_blocked()
+            self._settle(job, failed=failed)
             self._cond.notify_all()
             if self._runner is not None:
                 self._runner.notify()
@@ -1084,6 +1152,8 @@ class Scheduler:
 
         Returns None, without calling, if the job was cancelled after it was popped (e.g.
         while it waited in an executor's queue): a cancel counts until the function starts.
+        A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) is not the job's outcome:
+        the run is abandoned, its bookkeeping undone, and the exception propagates.
         """
         job = occ[0]
         if job._state is _CANCELLED:
@@ -1098,6 +1168,10 @@ class Scheduler:
         except Exception as exc:
             _current.reset(token)
             return (occ, None, exc)
+        except BaseException:
+            _current.reset(token)
+            self._abandon(occ, failed=True)
+            raise
         _current.reset(token)
         return (occ, result, None)
 
@@ -1110,19 +1184,19 @@ class Scheduler:
         job.runs += 1
         if (
             error is None
+            and job._sides is None
             and not self._listeners
             and not self._blocked
             and self._runner is None
-            and job._waiting is None
             and not job.trigger.after_finish
         ):
             # The common case, kept short: a success nobody is listening to.
             self._stats.succeeded += 1
-            if job._running or job._due is not None or job._sides is not None:
-                self._settle(job)
-            elif job._state is _RUNNING:
+            if job._state is _RUNNING and not job._running and job._due is None:
                 job._state = _COMPLETED
                 del self._jobs[job if job._id is None else job._id]
+            else:
+                self._settle(job)
             return
         self._finish_slow(occ, result, error)
 
@@ -1154,14 +1228,8 @@ class Scheduler:
             nxt = job.trigger.next(base, self._env)
             if nxt is not None:
                 self._queue_regular(job, nxt)
-        if live and job._waiting is not None and not job._running:
-            held_base, job._waiting = job._waiting, None
-            side = _Side(job, held_base, job.trigger.timebase, 1)
-            self._queue_side(side, self._clock.monotonic_ns())
-        if self._blocked:
-            held = self._blocked.pop(0)
-            if held.job._state is not JobState.CANCELLED:
-                self._queue_side(held, self._clock.monotonic_ns())
+        self._release_held(job)
+        self._release_blocked()
         self._settle(job, failed=failed_dead)
         if self._runner is not None:
             self._runner.notify()
@@ -1434,6 +1502,7 @@ class Scheduler:
         monotonic_ns = clock.monotonic_ns
         advance_ns = clock.advance_ns
         done = None
+        tail: list[Event] = []
         try:
             while True:
                 with lock:
@@ -1446,12 +1515,14 @@ class Scheduler:
                     if self._wall_used:
                         head = self._head(wall, mono)
                         if head is None or head[2] > limit:
+                            tail = self._take_events()
                             break
                         tb, entry, due = head
                         self._queues[tb].pop()
                     else:
                         entry = qmono.pop_due_entry(limit)
                         if entry is None:
+                            tail = self._take_events()
                             break
                         tb = MONOTONIC
                         due = entry[0]
@@ -1475,8 +1546,8 @@ class Scheduler:
             if done is not None:  # only when the loop was left by an exception
                 with lock:
                     finish(done)
-        if self._pending_events:
-            self._emit(self._take_events())
+        if tail:
+            self._emit(tail)
         wall = time_ns()
         if target > wall:
             advance_ns(target - wall)
@@ -1525,9 +1596,11 @@ class Scheduler:
             runner = self._runner
             self._cond.notify_all()
         if runner is not None and not already:
-            runner.stop(wait=wait, cancel_running=cancel_running)
-            with self._lock:
-                self._runner = None
+            try:
+                runner.stop(wait=wait, cancel_running=cancel_running)
+            finally:
+                with self._lock:
+                    self._runner = None
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.

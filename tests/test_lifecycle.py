@@ -1,0 +1,255 @@
+"""Job life-cycle corner cases: pause, cancel, reschedule, retries, overlap and max_concurrent
+meeting each other mid-run. Each test is a regression test for a reviewed defect."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import sys
+import threading
+
+import pytest
+
+from duetime import (
+    FakeClock,
+    FixedBackoff,
+    FixedDelay,
+    FixedRate,
+    JobState,
+    JobSucceeded,
+    Overlap,
+    Scheduler,
+)
+
+from .conftest import WAIT, until
+
+
+def test_pause_resume_does_not_rerun_an_occurrence_that_already_ran() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    attempts: list[float] = []
+
+    def flaky() -> None:
+        attempts.append(clock.monotonic())
+        raise RuntimeError("boom")
+
+    job = s.schedule(flaky, 5, retry=FixedBackoff([10]))
+    s.run_for(5)  # attempt 1 fails, the retry waits for t=15
+    job.pause()
+    job.resume()
+    s.run_for(100)
+    assert attempts == [5.0, 15.0]
+    assert job.state is JobState.FAILED and job.failures == 2
+    assert [f.job for f in s.failed()] == [job]
+
+
+def test_a_one_shot_paused_while_running_ends_when_its_run_ends() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    runs: list[float] = []
+
+    def job_body() -> None:
+        runs.append(clock.monotonic())
+        job.pause()  # paused while its only run is going
+
+    job = s.schedule(job_body, 5, id="j")
+    s.run_for(10)
+    assert runs == [5.0]
+    assert job.state is JobState.COMPLETED and "j" not in s and len(s) == 0
+    s.run_for(10)
+    assert runs == [5.0]
+
+
+def test_a_one_shot_that_fails_while_paused_is_dead_not_paused() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+
+    def fail() -> None:
+        job.pause()
+        raise ValueError("x")
+
+    job = s.schedule(fail, 1, id="j")
+    s.run_for(1)
+    assert job.state is JobState.FAILED and "j" not in s
+    assert s.retry_failed("j") is job  # no ConflictingIdError: the id is free
+
+
+def test_pausing_a_running_fixed_delay_job_holds_its_next_run() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    calls: list[float] = []
+
+    def tick() -> None:
+        calls.append(clock.monotonic())
+        if len(calls) == 1:
+            job.pause()
+
+    job = s.schedule(tick, FixedDelay(10))
+    s.run_for(100)
+    assert calls == [10.0] and job.state is JobState.PAUSED
+    job.resume()  # its next run (due at 20 s) is late: the misfire policy runs it once
+    s.run_for(15)
+    assert calls == [10.0, 100.0, 110.0]
+
+
+def blocked_setup(max_concurrent: int = 1) -> tuple[FakeClock, Scheduler, threading.Event]:
+    clock = FakeClock()
+    s = Scheduler(clock=clock, max_concurrent=max_concurrent)
+    gate = threading.Event()
+    s.schedule(gate.wait, 5, args=(WAIT,), id="hog")
+    return clock, s, gate
+
+
+def test_a_run_blocked_by_max_concurrent_keeps_its_job_alive_and_cancellable() -> None:
+    clock, s, gate = blocked_setup()
+    calls: list[float] = []
+    b = s.schedule(lambda: calls.append(clock.monotonic()), FixedDelay(6), id="b")
+    with s:
+        clock.advance(6)
+        until(lambda: bool(s._blocked))
+        assert b.state is JobState.SCHEDULED and "b" in s and len(s) == 2
+        assert s.cancel("b") is True
+        gate.set()
+        assert s.wait_idle(WAIT)
+        clock.advance(60)
+        assert s.wait_idle(WAIT)
+    assert calls == [] and b.state is JobState.CANCELLED
+
+
+def test_reschedule_drops_a_blocked_occurrence() -> None:
+    clock, s, gate = blocked_setup()
+    ran: list[float] = []
+    b = s.schedule(lambda: ran.append(clock.monotonic()), FixedRate(5), id="b")
+    with s:
+        clock.advance(5)
+        until(lambda: bool(s._blocked))
+        s.reschedule(b, 100)
+        assert s._blocked == []
+        gate.set()
+        assert s.wait_idle(WAIT)
+        clock.advance(10)
+        assert s.wait_idle(WAIT)
+    assert ran == []
+
+
+def test_an_abandoned_run_releases_its_max_concurrent_slot() -> None:
+    pool = cf.ThreadPoolExecutor(1)
+    gate = threading.Event()
+    pool.submit(gate.wait, WAIT)  # the only worker is busy with something else
+    clock = FakeClock()
+    s = Scheduler(clock=clock, max_concurrent=1, executor=pool)
+    ran: list[str] = []
+    a = s.schedule(ran.append, 5, args=("a",))
+    b = s.schedule(ran.append, 5, args=("b",))
+    with s:
+        clock.advance(5)
+        until(lambda: bool(s._blocked))  # a waits in the pool's queue, b is blocked
+        a.cancel()  # a is abandoned when the worker gets to it
+        gate.set()
+        until(lambda: ran == ["b"])
+        assert s.wait_idle(WAIT)
+    assert b.state is JobState.COMPLETED and s._running_total == 0
+    pool.shutdown()
+
+
+def test_blocked_runs_start_in_order_as_slots_free() -> None:
+    clock, s, gate = blocked_setup(max_concurrent=2)
+    ran: list[int] = []
+    for i in range(5):
+        s.schedule(ran.append, 5, args=(i,))
+    with s:
+        clock.advance(5)
+        until(lambda: len(ran) == 5)  # one slot is held by "hog": the rest take turns
+        gate.set()
+        assert s.wait_idle(WAIT)
+    assert sorted(ran) == [0, 1, 2, 3, 4]
+
+
+def test_base_exceptions_propagate_without_leaking_counters() -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    job = s.schedule(sys.exit, 1, args=(3,))
+    with pytest.raises(SystemExit):
+        s.run_for(1)
+    assert s._running_total == 0 and job._running == 0
+    assert job.state is JobState.FAILED and len(s) == 0
+
+
+def test_events_are_delivered_exactly_once_under_concurrency() -> None:
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        clock = FakeClock()
+        s = Scheduler(clock=clock)
+        count = 0
+        lock = threading.Lock()
+
+        def on(event: object) -> None:
+            nonlocal count
+            with lock:
+                count += 1
+
+        s.subscribe(on, JobSucceeded)
+        for _ in range(2000):
+            s.schedule(lambda: None, 1)
+        with s:
+            clock.advance(1)
+            assert s.wait_idle(60)
+        assert count == 2000 == s.stats().succeeded
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_shutdown_from_inside_a_job(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock)
+    stopped = threading.Event()
+
+    def stopper() -> None:
+        s.shutdown()
+        stopped.set()
+
+    s.schedule(stopper, 1)
+    with caplog.at_level(logging.ERROR, logger="duetime"):
+        s.start()
+        clock.advance(1)
+        assert stopped.wait(WAIT)
+    assert not s.running and "cannot join" not in caplog.text
+
+
+def test_retries_and_triggers_respect_overlap(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    s = Scheduler(clock=clock, overlap=Overlap.SKIP)
+    live = peak = calls = 0
+    lock = threading.Lock()
+    gate = threading.Event()
+    second_started = threading.Event()
+
+    def body() -> None:
+        nonlocal live, peak, calls
+        with lock:
+            live += 1
+            peak = max(peak, live)
+            calls += 1
+            n = calls
+        try:
+            if n == 1:
+                raise RuntimeError("first attempt fails")
+            if n == 2:
+                second_started.set()
+                gate.wait(WAIT)
+        finally:
+            with lock:
+                live -= 1
+
+    with caplog.at_level(logging.CRITICAL, logger="duetime"), s:
+        s.schedule(body, FixedRate(10), retry=FixedBackoff([10]))
+        clock.advance(10)  # attempt 1 fails; its retry is due at 20 with the next occurrence
+        until(lambda: calls == 1)
+        clock.advance(10)
+        assert second_started.wait(WAIT)
+        until(lambda: any(side.hold == 1 for side in s.jobs()[0]._sides or ()))
+        gate.set()
+        until(lambda: calls == 3)
+        assert s.wait_idle(WAIT)
+    assert peak == 1
