@@ -113,7 +113,8 @@ def test_a_run_blocked_by_max_concurrent_keeps_its_job_alive_and_cancellable() -
         assert s.wait_idle(WAIT)
         clock.advance(60)
         assert s.wait_idle(WAIT)
-    assert calls == [] and b.state is JobState.CANCELLED
+    final: JobState = b.state
+    assert calls == [] and final is JobState.CANCELLED
 
 
 def test_reschedule_drops_a_blocked_occurrence() -> None:
