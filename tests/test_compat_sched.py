@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import sched as stdlib_sched
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -109,18 +108,16 @@ def test_default_run_wakes_for_an_earlier_event_from_another_thread() -> None:
     assert done.is_set() and not t.is_alive()
 
 
-def test_cancel_is_constant_time_with_many_pending() -> None:
-    # O(1) lazy cancel: cancelling 20 000 events costs about as much per event as cancelling
-    # 2 000 (the standard library's list.remove makes this quadratic). Compare per-cancel
-    # cost with a generous factor so a noisy machine cannot flake it.
-    def per_cancel(n: int) -> float:
-        s = sched.scheduler(time.monotonic, time.sleep)
-        evs = [s.enterabs(float(i), 0, print) for i in range(n)]
-        t0 = time.perf_counter()
-        for ev in evs[::2]:
-            s.cancel(ev)
-        return (time.perf_counter() - t0) / (n // 2)
-
-    small = min(per_cancel(2_000) for _ in range(3))
-    large = min(per_cancel(20_000) for _ in range(3))
-    assert large < small * 5
+def test_cancel_is_lazy_not_a_list_removal() -> None:
+    # O(1) cancel, shown structurally (speed is measured in benchmarks/, not asserted here):
+    # cancelling leaves the heap untouched and counts the entry as stale until it surfaces or
+    # compaction sweeps it, where the standard library removes it from a list in O(n).
+    vt = VirtualTime()
+    s = sched.scheduler(vt.time, vt.sleep)
+    events = [s.enterabs(float(i), 0, print) for i in range(50)]
+    heap_before = list(s._queue._heap)
+    for ev in events[10:20]:
+        s.cancel(ev)
+    assert s._queue._heap == heap_before
+    assert s._queue.stale == 10
+    assert [e.time for e in s.queue] == [float(i) for i in range(50) if not 10 <= i < 20]
