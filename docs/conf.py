@@ -25,6 +25,7 @@ autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+napoleon_use_ivar = True  # "Attributes:" as fields: no duplicate entries beside autodoc members
 suppress_warnings = ["myst.xref_missing"]
 
 # The Poisson-window figure is generated from a seeded simulation at build time, not committed.
