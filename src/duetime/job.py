@@ -103,7 +103,6 @@ class Job:
     """
 
     __slots__ = (
-        "__weakref__",
         "_base",
         "_catchup",
         "_due",

@@ -161,30 +161,30 @@ class After:
     """
 
     delay: float | int | timedelta
-    _ns: int = field(init=False, repr=False, compare=False)
 
     timebase: ClassVar[int] = MONOTONIC
     after_finish: ClassVar[bool] = False
     recurring: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_ns", duration_ns("delay", self.delay))
+        duration_ns("delay", self.delay)
 
     @classmethod
-    def _checked(cls, delay: float | int, ns: int) -> After:
-        """Build from a delay the caller has already validated as ``ns`` nanoseconds.
+    def _checked(cls, delay: float | int) -> After:
+        """Build from a delay the caller has already validated.
 
         The scheduler's ``schedule(fn, 30)`` shorthand uses it: the dataclass ``__init__`` and
         ``__post_init__`` of a frozen class cost ~0.8 µs, most of a one-shot's schedule budget.
+        Only the delay is kept (not its nanoseconds): a pending one-shot job holds one of these,
+        and a million pending jobs should not carry a million spare integers.
         """
         obj = object.__new__(cls)
         _setattr(obj, "delay", delay)
-        _setattr(obj, "_ns", ns)
         return obj
 
     def first(self, env: Env) -> int | None:
         """Now (monotonic) plus the delay."""
-        return env.clock.monotonic_ns() + self._ns
+        return env.clock.monotonic_ns() + duration_ns("delay", self.delay)
 
     def next(self, due: int, env: Env) -> int | None:
         """None: a one-shot has no next occurrence."""

@@ -24,7 +24,7 @@ import os
 import random
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -333,7 +333,7 @@ class Scheduler:
             raise TypeError(f"func must be callable, got {func!r}")
         if type(when) is float and 0 <= when < _INF:  # the shorthand After(seconds), kept short
             ns = round(when * NS_PER_SECOND)
-            trigger: Recurrence = After._checked(when, ns)
+            trigger: Recurrence = After._checked(when)
             first: int | None = self._clock.monotonic_ns() + ns
         else:
             trigger = self._recurrence("when", when)
@@ -490,9 +490,9 @@ class Scheduler:
             return when  # type: ignore[no-any-return]
         if cls is float:
             if 0 <= when < _INF:  # also False for NaN
-                return After._checked(when, round(when * NS_PER_SECOND))
+                return After._checked(when)
         elif cls is int and when >= 0:
-            return After._checked(when, when * NS_PER_SECOND)
+            return After._checked(when)
         if isinstance(when, Recurrence):
             # A protocol isinstance() walks every attribute (~30 µs); remember the class.
             _RECURRENCE_TYPES.add(cls)
@@ -901,7 +901,7 @@ class Scheduler:
 
         return unsubscribe
 
-    def _emit(self, events: list[Event]) -> None:
+    def _emit(self, events: Sequence[Event]) -> None:
         listeners = self._listeners
         if listeners:
             for event in events:
@@ -1502,7 +1502,7 @@ class Scheduler:
         monotonic_ns = clock.monotonic_ns
         advance_ns = clock.advance_ns
         done = None
-        tail: list[Event] = []
+        tail: Sequence[Event] = ()
         try:
             while True:
                 with lock:
@@ -1533,9 +1533,7 @@ class Scheduler:
                         wall += due - mono
                         mono = due
                     occ = begin(entry[3], tb, entry[0], wall, mono)
-                    events = self._pending_events
-                    if events:
-                        self._pending_events = []
+                    events = self._take_events() if self._pending_events else ()
                 if events:
                     self._emit(events)
                 if occ is not None:
@@ -1553,10 +1551,16 @@ class Scheduler:
             advance_ns(target - wall)
         return count
 
-    def _take_events(self) -> list[Event]:
+    def _take_events(self) -> Sequence[Event]:
+        """Hand over the events raised under the lock (call with the lock held).
+
+        Never returns the live list: an empty take must not alias the list that other threads
+        go on appending to, or its next events would be emitted twice.
+        """
         events = self._pending_events
-        if events:
-            self._pending_events = []
+        if not events:
+            return ()
+        self._pending_events = []
         return events
 
     # -- running for real -----------------------------------------------------------------------
