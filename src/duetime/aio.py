@@ -25,10 +25,9 @@ from typing import Any
 
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import FakeClock
-from duetime.core import EventQueue
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, _current
-from duetime.recurrence import MONOTONIC
+from duetime.runner import HeadWatcher
 from duetime.scheduler import Scheduler, _Occ
 
 __all__ = ["AsyncRunner", "AsyncScheduler"]
@@ -36,13 +35,13 @@ __all__ = ["AsyncRunner", "AsyncScheduler"]
 logger = logging.getLogger("duetime")
 
 
-class AsyncRunner:
+class AsyncRunner(HeadWatcher):
     """Runs a Scheduler on the current asyncio loop (created by ``Scheduler.run_async``)."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self._s = scheduler
         self._loop = asyncio.get_running_loop()
-        self._wake = asyncio.Event()
+        self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._stop = False
         self._sleeping = False
@@ -57,19 +56,11 @@ class AsyncRunner:
             self._loop.call_soon_threadsafe(self._set_both)
 
     def _set_both(self) -> None:
-        self._wake.set()
+        self._wakeup.set()
         self._changed.set()
 
-    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
-        """Wake the loop if the new entry is earlier than the head it sleeps toward."""
-        if not self._sleeping:
-            return
-        if timebase != MONOTONIC:
-            clock = self._s._clock
-            due = due - clock.time_ns() + clock.monotonic_ns()
-        if self._wake_at is None or due < self._wake_at:
-            self._wake_at = due
-            self._poke()
+    def _wake(self) -> None:
+        self._poke()
 
     def notify(self) -> None:
         """A run finished: let the loop and ``idle()`` look again."""
@@ -111,7 +102,7 @@ class AsyncRunner:
                             if s._queues[0]:
                                 timeout = min(timeout, s._wall_check / NS_PER_SECOND)
                         self._sleeping = True
-                        self._wake.clear()
+                        self._wakeup.clear()
                     events = s._take_events()
                 if events:
                     s._emit(events)
@@ -123,7 +114,7 @@ class AsyncRunner:
                 self._changed.set()
                 try:
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), timeout)
+                        await asyncio.wait_for(self._wakeup.wait(), timeout)
                 finally:
                     self._sleeping = False
         finally:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from duetime.core import EventQueue
     from duetime.scheduler import Scheduler, _Occ
 
-__all__ = ["DEFAULT_WORKERS", "Runner", "RunnerLike"]
+__all__ = ["DEFAULT_WORKERS", "HeadWatcher", "Runner", "RunnerLike"]
 
 logger = logging.getLogger("duetime")
 
@@ -60,7 +60,35 @@ class RunnerLike(Protocol):
         ...
 
 
-class Runner:
+class HeadWatcher:
+    """Wake-up bookkeeping shared by the thread and the asyncio runner.
+
+    The runner records the head it sleeps toward (``_wake_at``, monotonic ns; None when it
+    sleeps with nothing queued) and whether it sleeps at all (``_sleeping``: while it is awake
+    it re-reads the queues before sleeping, so an insert then needs no wake-up).
+    """
+
+    _s: Scheduler
+    _sleeping: bool
+    _wake_at: int | None
+
+    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+        """Called under the lock before an entry is pushed: wake the runner only if the entry
+        will be earlier than the head it sleeps toward."""
+        if not self._sleeping:
+            return
+        if timebase != MONOTONIC:
+            clock = self._s._clock
+            due = due - clock.time_ns() + clock.monotonic_ns()
+        if self._wake_at is None or due < self._wake_at:
+            self._wake_at = due
+            self._wake()
+
+    def _wake(self) -> None:
+        raise NotImplementedError
+
+
+class Runner(HeadWatcher):
     """Owns the runner thread and the executors of one started Scheduler."""
 
     def __init__(self, scheduler: Scheduler) -> None:
@@ -135,17 +163,8 @@ class Runner:
         """Wake the thread (and wait_idle callers) after a run finished."""
         self._s._cond.notify_all()
 
-    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
-        """Called under the lock before an entry is pushed: wake the runner only if the entry
-        will be earlier than the head it sleeps toward."""
-        if not self._sleeping:
-            return
-        if timebase != MONOTONIC:
-            clock = self._s._clock
-            due = due - clock.time_ns() + clock.monotonic_ns()
-        if self._wake_at is None or due < self._wake_at:
-            self._wake_at = due
-            self._s._cond.notify_all()
+    def _wake(self) -> None:
+        self._s._cond.notify_all()
 
     # -- the loop ---------------------------------------------------------------------------------
 

@@ -414,26 +414,32 @@ class Scheduler:
     ) -> Job:
         """``schedule(..., replace=True)`` on a live id: same handle, new parameters."""
         with self._lock:
-            previous = self._job_next_run_time(job) if self._listeners else None
-            self._unqueue(job)
             job.func = func
             job.args = args
             job.kwargs = kwargs
             job._name = name
             job.priority = priority
             job._opts = opts
-            job.trigger = trigger
-            if job._state is not JobState.RUNNING:
-                job._state = JobState.SCHEDULED
-            self._place_first(job, first, paused)
-            event = (
-                JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
-                if self._listeners
-                else None
-            )
+            event = self._retarget(job, trigger, first, paused)
         if event is not None:
             self._emit([event])
         return job
+
+    def _retarget(
+        self, job: Job, trigger: Recurrence, first: int | None, paused: bool
+    ) -> Event | None:
+        """Give a live job a new recurrence (lock held). Its pending occurrences go stale and
+        can never fire; a run in progress finishes. Returns the event to emit, if anyone
+        listens."""
+        previous = self._job_next_run_time(job) if self._listeners else None
+        self._unqueue(job)
+        job.trigger = trigger
+        if not paused and job._state is not JobState.RUNNING:
+            job._state = JobState.SCHEDULED
+        self._place_first(job, first, paused)
+        if not self._listeners:
+            return None
+        return JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
 
     def scheduled(self, when: Any, /, **options: Any) -> Callable[[F], F]:
         """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))``.
@@ -713,18 +719,7 @@ class Scheduler:
         first = trigger.first(self._env)
         with self._lock:
             job = self._lookup(job_or_id)
-            paused = job._state is JobState.PAUSED
-            previous = self._job_next_run_time(job) if self._listeners else None
-            self._unqueue(job)
-            job.trigger = trigger
-            if not paused and job._state is not JobState.RUNNING:
-                job._state = JobState.SCHEDULED
-            self._place_first(job, first, paused)
-            event = (
-                JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
-                if self._listeners
-                else None
-            )
+            event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
         if event is not None:
             self._emit([event])
         return job
