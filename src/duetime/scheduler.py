@@ -557,12 +557,8 @@ class Scheduler:
         """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
         side.due = due_mono
         side.hold = _QUEUED
-        job = side.job
-        if job._sides is None:
-            job._sides = [side]
-        elif side not in job._sides:
-            job._sides.append(side)
-        if job._state is not JobState.PAUSED:
+        self._attach_side(side)
+        if side.job._state is not JobState.PAUSED:
             self._push_side(side)
 
     def _push_side(self, side: _Side) -> None:
@@ -577,13 +573,18 @@ class Scheduler:
         """Keep a side unqueued until the job's run ends (_HELD) or a slot frees (_BLOCKED)."""
         side.due = None
         side.hold = hold
+        self._attach_side(side)
+        if hold == _BLOCKED:
+            self._blocked.append(side)
+
+    @staticmethod
+    def _attach_side(side: _Side) -> None:
+        """List a side in its job's ``_sides`` (once): pending work the job must wait for."""
         job = side.job
         if job._sides is None:
             job._sides = [side]
         elif side not in job._sides:
             job._sides.append(side)
-        if hold == _BLOCKED:
-            self._blocked.append(side)
 
     def _release_held(self, job: Job) -> None:
         """The job's last run ended: queue the sides that waited for it, now."""
