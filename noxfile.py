@@ -58,7 +58,7 @@ def docs(session: nox.Session) -> None:
     """Build the docs with warnings as errors."""
     session.install("-e", ".[docs]")
     out = ROOT / "docs" / "_build" / "html"
-    session.run("sphinx-build", "-W", "--keep-going", "-n", "-b", "html", "docs", str(out))
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", str(out))
 
 
 @nox.session
