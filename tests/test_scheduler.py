@@ -501,3 +501,70 @@ class SchedulerModel(RuleBasedStateMachine):
 
 SchedulerModel.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
 TestSchedulerModel = SchedulerModel.TestCase
+
+
+class AnonymousIndexMachine(RuleBasedStateMachine):
+    """Anonymous jobs are indexed lazily (counted while queued, indexed once loose, re-keyed
+    when their id is first read): len(), jobs(), `in` and lookups must agree at every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock()
+        self.s = Scheduler(clock=self.clock)
+        self.handles: list[Any] = []
+
+    def _pick(self, data: st.DataObject) -> Any:
+        return data.draw(st.sampled_from(self.handles)) if self.handles else None
+
+    @rule(delay=st.integers(0, 5), paused=st.booleans(), rate=st.booleans())
+    def schedule(self, delay: int, paused: bool, rate: bool) -> None:
+        when: Any = FixedRate(delay + 1) if rate else delay
+        self.handles.append(self.s.schedule(print, when, paused=paused))
+
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        job = self._pick(data)
+        if job is not None:
+            job.cancel()
+
+    @rule(data=st.data())
+    def pause_or_resume(self, data: st.DataObject) -> None:
+        job = self._pick(data)
+        if job is not None and job in self.s:
+            if job.state is JobState.PAUSED:
+                job.resume()
+            else:
+                job.pause()
+
+    @rule(data=st.data())
+    def read_id(self, data: st.DataObject) -> None:
+        job = self._pick(data)
+        if job is not None:
+            assert (self.s.get(job.id) is job) == (job in self.s)
+
+    @rule(data=st.data(), delay=st.integers(0, 5))
+    def reschedule(self, data: st.DataObject, delay: int) -> None:
+        job = self._pick(data)
+        if job is not None and job in self.s:
+            job.reschedule(delay)
+
+    @rule(seconds=st.integers(0, 4))
+    def run_for(self, seconds: int) -> None:
+        self.s.run_for(seconds)
+
+    @invariant()
+    def index_agrees(self) -> None:
+        listed = self.s.jobs()
+        assert len(listed) == len(set(map(id, listed))) == len(self.s)
+        assert self.s._anon_queued >= 0
+        live = [j for j in self.handles if j.state not in _ENDED_STATES]
+        assert {id(j) for j in live} == {id(j) for j in listed}
+        assert all(j in self.s for j in live)
+        assert not any(j in self.s for j in self.handles if j.state in _ENDED_STATES)
+
+
+_ENDED_STATES = {JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED}
+AnonymousIndexMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=30, deadline=None
+)
+TestAnonymousIndex = AnonymousIndexMachine.TestCase

@@ -120,6 +120,10 @@ class EventQueue(Generic[K]):
             self._stale -= 1
         return None
 
+    def keys(self) -> list[K]:
+        """The live keys, in no particular order. O(n)."""
+        return list(self._live)
+
     def entries(self) -> list[Entry[K]]:
         """All live entries in pop order. O(n log n); meant for listings, not hot paths."""
         return sorted(self._live.values())

@@ -95,33 +95,27 @@ class Job:
         args: Positional arguments for ``func``.
         kwargs: Keyword arguments for ``func``.
         priority: Lower runs first among jobs due at the same instant.
-        trigger: The ``Recurrence`` that decides when the job runs.
         runs: How many occurrences have finished (successfully or not).
-        failures: How many attempts have raised.
         attempt: The attempt number of the current or last occurrence (1 for the first try).
-        last_error: The exception of the most recent failed attempt, or None.
     """
 
     __slots__ = (
         "_base",
-        "_catchup",
         "_due",
         "_id",
-        "_name",
         "_opts",
         "_running",
         "_sched",
         "_sides",
         "_state",
+        "_trigger",
+        "_x",
         "args",
         "attempt",
-        "failures",
         "func",
         "kwargs",
-        "last_error",
         "priority",
         "runs",
-        "trigger",
     )
 
     def __init__(
@@ -129,7 +123,7 @@ class Job:
         scheduler: Scheduler,
         job_id: str | None,
         func: Callable[..., Any],
-        trigger: Recurrence,
+        trigger: Recurrence | float | int | datetime,
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
         name: str | None,
@@ -140,10 +134,11 @@ class Job:
         # None until someone asks: most jobs never need a string id (see the id property).
         self._id = job_id
         self.func = func
-        self.trigger = trigger
+        # A Recurrence, or the raw delay of the ``schedule(fn, 30)`` shorthand: the After
+        # object is built only if someone reads ``trigger`` (see the property).
+        self._trigger = trigger
         self.args = args
         self.kwargs = kwargs
-        self._name = name
         self.priority = priority
         self._opts = opts
         self._state = JobState.SCHEDULED
@@ -155,11 +150,14 @@ class Job:
         self._base: int | None = None
         self._sides: list[Any] | None = None
         self._running = 0
-        self._catchup = False  # in the middle of a Misfire.RUN_ALL catch-up
         self.runs = 0
-        self.failures = 0
         self.attempt = 0
-        self.last_error: BaseException | None = None
+        # Rarely used state (a display name, failure bookkeeping), created on first use: a
+        # pending one-shot job should not carry slots it will not use. (Seventeen slots would
+        # round up to the next 16-byte size class; sixteen do not.)
+        self._x: _Extras | None = None
+        if name is not None:
+            self._extras().name = name
 
     @property
     def id(self) -> str:
@@ -175,10 +173,48 @@ class Job:
         return job_id
 
     @property
+    def failures(self) -> int:
+        """How many attempts have raised."""
+        x = self._x
+        return 0 if x is None else x.failures
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """The exception of the most recent failed attempt, or None."""
+        x = self._x
+        return None if x is None else x.last_error
+
+    def _extras(self) -> _Extras:
+        x = self._x
+        if x is None:
+            x = self._x = _Extras()
+        return x
+
+    @property
+    def trigger(self) -> Recurrence:
+        """The ``Recurrence`` that decides when the job runs.
+
+        For the shorthands ``schedule(fn, 30)`` and ``schedule(fn, aware_datetime)`` this is
+        ``After(30)`` or ``At(aware_datetime)``, built on first read: a million pending one-shot
+        jobs need not hold a million recurrence objects.
+        """
+        trigger = self._trigger
+        if type(trigger) is float or type(trigger) is int:
+            from duetime.recurrence import After
+
+            trigger = self._trigger = After._checked(trigger)
+        elif type(trigger) is datetime:
+            from duetime.recurrence import At
+
+            trigger = self._trigger = At(trigger)
+        return trigger  # type: ignore[return-value]
+
+    @property
     def name(self) -> str:
         """A human-readable name: the one given, else the function's qualified name."""
-        if self._name is not None:
-            return self._name
+        x = self._x
+        if x is not None and x.name is not None:
+            return x.name
         return getattr(self.func, "__qualname__", None) or repr(self.func)
 
     @property
@@ -213,6 +249,18 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job id={self.id!r} name={self.name!r} state={self._state.value}>"
+
+
+class _Extras:
+    """A job's rarely used state (see ``Job._x``)."""
+
+    __slots__ = ("catchup", "failures", "last_error", "name")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.failures = 0
+        self.last_error: BaseException | None = None
+        self.catchup = False  # in the middle of a Misfire.RUN_ALL catch-up
 
 
 class Run:

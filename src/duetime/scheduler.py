@@ -82,7 +82,20 @@ _SCHEDULER_IDS = itertools.count(1)
 _RUNNING = JobState.RUNNING
 _COMPLETED = JobState.COMPLETED
 _CANCELLED = JobState.CANCELLED
+_ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 _INF = float("inf")
+# Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
+_SHORTHAND = (float, int, datetime)
+
+
+def _timebase(trigger: Any) -> int:
+    """The timebase of a job's trigger, without building an After/At for a raw shorthand."""
+    cls = type(trigger)
+    if cls is float or cls is int:
+        return MONOTONIC
+    return WALL if cls is datetime else trigger.timebase
+
+
 # Classes already known to implement Recurrence (see _recurrence).
 _RECURRENCE_TYPES: set[type] = set()
 
@@ -227,8 +240,12 @@ class Scheduler:
             EventQueue(counter=counter),
             EventQueue(counter=counter),
         )
-        # Live jobs by id; anonymous jobs by the Job itself until their id is read (_name_job).
+        # Live jobs by id. An anonymous job (no id read yet) is not indexed while its regular
+        # entry is queued, where the queues find it and _anon_queued counts it; once loose
+        # (popped, paused, unqueued) it is indexed by the Job itself (_loosen), until it ends
+        # (_forget) or its id is read (_name_job). A pending one-shot thus costs no index entry.
         self._jobs: dict[str | Job, Job] = {}
+        self._anon_queued = 0
         # Set once a wall-clock entry has been queued; until then the stepping loop can skip
         # the two-queue merge.
         self._wall_used = False
@@ -269,7 +286,7 @@ class Scheduler:
         return self._rng
 
     def __repr__(self) -> str:
-        return f"<Scheduler jobs={len(self._jobs)} clock={self._clock!r} tz={self._tz}>"
+        return f"<Scheduler jobs={len(self)} clock={self._clock!r} tz={self._tz}>"
 
     # -- scheduling -----------------------------------------------------------------------------
 
@@ -331,10 +348,19 @@ class Scheduler:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
-        if type(when) is float and 0 <= when < _INF:  # the shorthand After(seconds), kept short
-            ns = round(when * NS_PER_SECOND)
-            trigger: Recurrence = After._checked(when)
-            first: int | None = self._clock.monotonic_ns() + ns
+        # The shorthand After(seconds) is kept short: the raw delay is stored and the After
+        # object built only if someone reads job.trigger.
+        trigger: Recurrence | float | int | datetime
+        first: int | None
+        if type(when) is float and 0 <= when < _INF:
+            trigger = when
+            first = self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
+        elif type(when) is int and when >= 0:
+            trigger = when
+            first = self._clock.monotonic_ns() + when * NS_PER_SECOND
+        elif type(when) is datetime:  # the shorthand At(datetime), kept the same way
+            trigger = when
+            first = datetime_to_ns(aware_datetime("when", when))
         else:
             trigger = self._recurrence("when", when)
             first = trigger.first(self._env)
@@ -379,20 +405,27 @@ class Scheduler:
                     self._jobs[id], func, trigger, first, args, kwargs, name, priority, opts, paused
                 )
             job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
-            # Anonymous jobs are indexed by the Job itself until their id is first read.
-            self._jobs[job if id is None else id] = job
+            if id is not None:
+                self._jobs[id] = job
+            else:
+                self._anon_queued += 1
             if (
                 first is not None
                 and not paused
                 and opts.jitter_ns == 0
                 and self._runner is None
-                and trigger.timebase
+                and _timebase(trigger) == MONOTONIC
             ):
                 # A plain monotonic job (the common case), queued without the general path.
                 job._base = job._due = first
                 self._queues[MONOTONIC].push(job, first, priority)
             else:
                 self._place_first(job, first, paused)
+            if id is None:
+                # Counted as queued; placement may already have ended it (_forget uncounts)
+                # or paused it (then it is loose).
+                if job._state is JobState.PAUSED:
+                    self._loosen(job)
             if not self._listeners:
                 return job
             event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -403,7 +436,7 @@ class Scheduler:
         self,
         job: Job,
         func: Callable[..., Any],
-        trigger: Recurrence,
+        trigger: Recurrence | float | int | datetime,
         first: int | None,
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
@@ -417,7 +450,8 @@ class Scheduler:
             job.func = func
             job.args = args
             job.kwargs = kwargs
-            job._name = name
+            if name is not None or job._x is not None:
+                job._extras().name = name
             job.priority = priority
             job._opts = opts
             event = self._retarget(job, trigger, first, paused)
@@ -426,14 +460,18 @@ class Scheduler:
         return job
 
     def _retarget(
-        self, job: Job, trigger: Recurrence, first: int | None, paused: bool
+        self,
+        job: Job,
+        trigger: Recurrence | float | int | datetime,
+        first: int | None,
+        paused: bool,
     ) -> Event | None:
         """Give a live job a new recurrence (lock held). Its pending occurrences go stale and
         can never fire; a run in progress finishes. Returns the event to emit, if anyone
         listens."""
         previous = self._job_next_run_time(job) if self._listeners else None
         self._unqueue(job)
-        job.trigger = trigger
+        job._trigger = trigger
         if not paused and job._state is not JobState.RUNNING:
             job._state = JobState.SCHEDULED
         self._place_first(job, first, paused)
@@ -545,7 +583,7 @@ class Scheduler:
     def _push_regular(self, job: Job) -> None:
         due = job._due
         assert due is not None
-        tb = job.trigger.timebase
+        tb = _timebase(job._trigger)
         queue = self._queues[tb]
         if tb == WALL:
             self._wall_used = True
@@ -608,8 +646,9 @@ class Scheduler:
     def _unqueue(self, job: Job) -> None:
         """Remove every pending entry of ``job`` (regular and side) and forget them."""
         if job._due is not None:
-            self._queues[job.trigger.timebase].cancel(job)
+            self._queues[_timebase(job._trigger)].cancel(job)
             job._due = job._base = None
+            self._loosen(job)
         if job._sides:
             mono = self._queues[MONOTONIC]
             for side in job._sides:
@@ -636,16 +675,31 @@ class Scheduler:
                 job._state = JobState.SCHEDULED
         else:
             job._state = JobState.FAILED if failed else JobState.COMPLETED
-            key = job if job._id is None else job._id
-            if self._jobs.get(key) is job:
-                del self._jobs[key]
+            self._forget(job)
+
+    def _loosen(self, job: Job) -> None:
+        """An anonymous job's regular entry left the queue: index it so it stays findable."""
+        if job._id is None and job not in self._jobs and job._state not in _ENDED:
+            self._jobs[job] = job
+            self._anon_queued -= 1
+
+    def _forget(self, job: Job) -> None:
+        """Drop an ended job from the index (or from the count of queued anonymous jobs)."""
+        key = job if job._id is None else job._id
+        if self._jobs.get(key) is job:
+            del self._jobs[key]
+        elif job._id is None:
+            self._anon_queued -= 1
 
     # -- management -----------------------------------------------------------------------------
 
     def _lookup(self, job_or_id: Job | str) -> Job:
         if isinstance(job_or_id, Job):
-            key = job_or_id if job_or_id._id is None else job_or_id._id
-            job = self._jobs.get(key)
+            if job_or_id._id is None:
+                if job_or_id._sched is self and job_or_id._state not in _ENDED:
+                    return job_or_id
+                raise JobLookupError(job_or_id.id)
+            job = self._jobs.get(job_or_id._id)
             if job is not job_or_id:
                 raise JobLookupError(job_or_id.id)
             return job
@@ -664,12 +718,14 @@ class Scheduler:
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Job):
-            return self._jobs.get(item if item._id is None else item._id) is item
+            if item._id is None:
+                return item._sched is self and item._state not in _ENDED
+            return self._jobs.get(item._id) is item
         return item in self._jobs
 
     def __len__(self) -> int:
         """Number of live jobs (scheduled, running or paused)."""
-        return len(self._jobs)
+        return len(self._jobs) + self._anon_queued
 
     def cancel(self, job_or_id: Job | str) -> bool:
         """Cancel a job: none of its pending occurrences will run.
@@ -696,7 +752,7 @@ class Scheduler:
             )
             self._unqueue(job)
             job._state = JobState.CANCELLED
-            del self._jobs[job if job._id is None else job._id]
+            self._forget(job)
             if self._blocked:
                 self._blocked = [b for b in self._blocked if b.job is not job]
         if event is not None:
@@ -742,7 +798,8 @@ class Scheduler:
             )
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
-                self._queues[job.trigger.timebase].cancel(job)
+                self._queues[_timebase(job._trigger)].cancel(job)
+                self._loosen(job)
             now = self._clock.monotonic_ns()
             for side in job._sides or ():
                 self._queues[MONOTONIC].cancel(side)
@@ -807,7 +864,12 @@ class Scheduler:
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
         with self._lock:
-            jobs = list(self._jobs.values())
+            found = dict.fromkeys(self._jobs.values())
+            if self._anon_queued:  # queued anonymous jobs are found through the queues
+                for queue in self._queues:
+                    for key in queue.keys():
+                        found[key if type(key) is Job else key.job] = None
+            jobs = list(found)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             keyed = []
@@ -832,7 +894,7 @@ class Scheduler:
             return None
         best = None
         if job._due is not None:
-            best = job._due if job.trigger.timebase == MONOTONIC else job._due - wall + mono
+            best = job._due if _timebase(job._trigger) == MONOTONIC else job._due - wall + mono
         for side in job._sides or ():
             if side.due is not None and (best is None or side.due < best):
                 best = side.due
@@ -854,9 +916,12 @@ class Scheduler:
         with self._lock:
             if job._id is None:
                 job_id = self._id_prefix + format(next(self._id_counter), "x")
-                if self._jobs.get(job) is job:  # still live: index it by its new id
+                if self._jobs.get(job) is job:  # loose: re-index it by its new id
                     del self._jobs[job]
                     self._jobs[job_id] = job
+                elif job._state not in _ENDED:  # queued and counted: index it by id
+                    self._jobs[job_id] = job
+                    self._anon_queued -= 1
                 job._id = job_id
             return job._id
 
@@ -935,9 +1000,18 @@ class Scheduler:
         if type(key) is Job:
             job = key
             job._due = None
-            trig = job.trigger
+            if job._id is None and job not in self._jobs:
+                # Its regular entry is no longer queued: index it (_loosen, inlined).
+                self._jobs[job] = job
+                self._anon_queued -= 1
+            trig: Any = job._trigger
             opts = job._opts
-            if opts is DEFAULT_OPTIONS and not trig.recurring and self._max_concurrent is None:
+            cls = type(trig)
+            if (
+                opts is DEFAULT_OPTIONS
+                and self._max_concurrent is None
+                and (cls is float or cls is int or cls is datetime or not trig.recurring)
+            ):
                 # The common case, kept short: every line here is paid once per run.
                 job._running += 1
                 self._running_total += 1
@@ -947,6 +1021,7 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 return (job, due if job._base is None else job._base, tb, 1, mono, None)
+            trig = job.trigger
             base = job._base
             assert base is not None
             attempt = 1
@@ -1039,8 +1114,8 @@ class Scheduler:
         grace = opts.grace_ns if opts.grace_ns is not None else self._grace
         misfire = opts.misfire or self._misfire
         misfired = late > grace
-        if not misfired:
-            job._catchup = False
+        if not misfired and job._x is not None:
+            job._x.catchup = False
         if trig.after_finish:
             if misfired and misfire is Misfire.SKIP:
                 nxt, _ = trig.skip(base, now_tb, env)
@@ -1051,13 +1126,14 @@ class Scheduler:
             return True
         skipped = 0
         exact = True
-        if not misfired or (misfire is Misfire.RUN_ALL and job._catchup):
+        catching_up = job._x is not None and job._x.catchup
+        if not misfired or (misfire is Misfire.RUN_ALL and catching_up):
             nxt = trig.next(base, env)
         else:
             nxt, skipped = trig.skip(base, now_tb, env)
             exact = skipped < SKIP_COUNT_LIMIT
             if misfire is Misfire.RUN_ALL and exact:
-                job._catchup = True
+                job._extras().catchup = True
                 nxt = trig.next(base, env)
                 skipped = 0
         run = not (misfired and misfire is Misfire.SKIP)
@@ -1184,7 +1260,7 @@ class Scheduler:
             and not self._listeners
             and not self._blocked
             and self._runner is None
-            and not job.trigger.after_finish
+            and (type(job._trigger) in _SHORTHAND or not job.trigger.after_finish)
         ):
             # The common case, kept short: a success nobody is listening to.
             self._stats.succeeded += 1
@@ -1243,8 +1319,9 @@ class Scheduler:
         live: bool,
     ) -> tuple[bool, bool]:
         """Handle a failed attempt. Returns ``(occurrence settled, one-shot job now dead)``."""
-        job.failures += 1
-        job.last_error = error
+        trouble = job._extras()
+        trouble.failures += 1
+        trouble.last_error = error
         self._stats.failed += 1
         policy = job._opts.retry or self._retry
         delay: float | None = None
@@ -1347,7 +1424,7 @@ class Scheduler:
                 raise SchedulerShutdownError("retry a failed job")
             del self._failed[id]
             job = entry.job
-            job.trigger = After(0)
+            job._trigger = After(0)
             job._state = JobState.SCHEDULED
             job.attempt = 0
             self._jobs[id] = job
@@ -1376,7 +1453,7 @@ class Scheduler:
                 live=len(wall) + len(mono),
                 stale=wall.stale + mono.stale,
                 compactions=wall.compactions + mono.compactions,
-                jobs=len(self._jobs),
+                jobs=len(self),
                 running=self._running_total,
             )
 
