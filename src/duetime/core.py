@@ -120,7 +120,7 @@ class EventQueue(Generic[K]):
             self._stale -= 1
         return None
 
-    def keys(self) -> list[K]:
+    def live_keys(self) -> list[K]:
         """The live keys, in no particular order. O(n)."""
         return list(self._live)
 

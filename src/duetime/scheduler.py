@@ -421,11 +421,10 @@ class Scheduler:
                 self._queues[MONOTONIC].push(job, first, priority)
             else:
                 self._place_first(job, first, paused)
-            if id is None:
-                # Counted as queued; placement may already have ended it (_forget uncounts)
-                # or paused it (then it is loose).
-                if job._state is JobState.PAUSED:
-                    self._loosen(job)
+            if id is None and job._state is JobState.PAUSED:
+                # An anonymous job is counted as queued; placed paused, it is loose instead.
+                # (Placement may also have ended it at once: _forget then uncounted it.)
+                self._loosen(job)
             if not self._listeners:
                 return job
             event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -867,7 +866,7 @@ class Scheduler:
             found = dict.fromkeys(self._jobs.values())
             if self._anon_queued:  # queued anonymous jobs are found through the queues
                 for queue in self._queues:
-                    for key in queue.keys():
+                    for key in queue.live_keys():
                         found[key if type(key) is Job else key.job] = None
             jobs = list(found)
             wall = self._clock.time_ns()
