@@ -98,7 +98,29 @@ def test_system_clock_reads_real_time() -> None:
     cond = threading.Condition()
     with cond:
         c.wait(cond, 0)  # a zero timeout returns at once
-    assert repr(c) == "SystemClock()"
+    assert repr(c) == "SystemClock(precision=0.0003)"
+
+
+def test_system_clock_wait_returns_when_notified_and_validates_precision() -> None:
+    c = SystemClock(precision=0.001)
+    cond = threading.Condition()
+    notified = threading.Event()
+
+    def notifier() -> None:
+        with cond:
+            cond.notify_all()
+        notified.set()
+
+    with cond:
+        t = threading.Thread(target=notifier)
+        t.start()
+        c.wait(cond, 30.0)  # returns on the notify, not after 30 s
+    t.join(5)
+    assert notified.is_set()
+    with pytest.raises(InvalidArgument, match="precision must be in"):
+        SystemClock(precision=2)
+    with pytest.raises(TypeError, match="precision must be a number"):
+        SystemClock(precision="fast")  # type: ignore[arg-type]
 
 
 def test_fake_wait_wakes_when_time_moves() -> None:
