@@ -148,3 +148,41 @@ def test_cancel_running_tasks_on_close() -> None:
 
     asyncio.run(main())
     assert cancelled == [True]
+
+
+def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
+    # One worker, busy: a second plain job waits in the executor's queue when the scheduler is
+    # closed with cancel_running=True. Nothing may stay counted as running.
+    import concurrent.futures as cf
+
+    clock = FakeClock()
+    release = threading.Event()
+    started = threading.Event()
+    waiter = cf.ThreadPoolExecutor(1)  # for waiting on threading events without the busy pool
+
+    def hog() -> None:
+        started.set()
+        release.wait(10)
+
+    async def main() -> Scheduler:
+        loop = asyncio.get_running_loop()
+        pool = cf.ThreadPoolExecutor(1)
+        loop.set_default_executor(pool)
+        s = AsyncScheduler(clock=clock)
+        await s.__aenter__()
+        s.schedule(hog, 0)
+        assert await loop.run_in_executor(waiter, started.wait, 10)
+        queued = s.schedule(print, 0)
+        while queued.state is not JobState.RUNNING:  # popped and handed to the executor
+            await asyncio.sleep(0)
+        close = asyncio.ensure_future(s.aclose(cancel_running=True))
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.wait_for(close, 10)
+        pool.shutdown()
+        return s
+
+    s = asyncio.run(main())
+    waiter.shutdown()
+    assert s._running_total == 0
+    assert len(s) == 0

@@ -134,9 +134,39 @@ class AsyncRunner(HeadWatcher):
         if inspect.iscoroutinefunction(job.func):
             fut = self._loop.create_task(self._run_coroutine(occ))
         else:
-            fut = self._loop.run_in_executor(None, self._s._execute, occ)
+            fut = self._run_in_executor(occ)
         self._tasks.add(fut)
         fut.add_done_callback(self._task_done)
+
+    def _run_in_executor(self, occ: _Occ) -> asyncio.Future[Any]:
+        """Run a plain function in the loop's default executor.
+
+        If the future is cancelled (``aclose(cancel_running=True)``) before a worker starts the
+        job, nothing will record its outcome, so the run is abandoned here. Whether it started
+        is settled under the scheduler's lock, so exactly one side does the bookkeeping.
+        """
+        s = self._s
+        state = {"started": False, "abandoned": False}
+
+        def run() -> None:
+            with s._lock:
+                if state["abandoned"]:
+                    return
+                state["started"] = True
+            s._execute(occ)
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if not fut.cancelled():
+                return
+            with s._lock:
+                if state["started"]:
+                    return
+                state["abandoned"] = True
+            s._abandon(occ)
+
+        fut = self._loop.run_in_executor(None, run)
+        fut.add_done_callback(done)
+        return fut
 
     def _task_done(self, fut: asyncio.Future[Any]) -> None:
         self._tasks.discard(fut)
