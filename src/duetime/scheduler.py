@@ -348,22 +348,7 @@ class Scheduler:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
-        # The shorthand After(seconds) is kept short: the raw delay is stored and the After
-        # object built only if someone reads job.trigger.
-        trigger: Recurrence | float | int | datetime
-        first: int | None
-        if type(when) is float and 0 <= when < _INF:
-            trigger = when
-            first = self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
-        elif type(when) is int and when >= 0:
-            trigger = when
-            first = self._clock.monotonic_ns() + when * NS_PER_SECOND
-        elif type(when) is datetime:  # the shorthand At(datetime), kept the same way
-            trigger = when
-            first = datetime_to_ns(aware_datetime("when", when))
-        else:
-            trigger = self._recurrence("when", when)
-            first = trigger.first(self._env)
+        trigger, first = self._when(when)
         if type(args) is not tuple:
             if not isinstance(args, (tuple, list)):
                 raise TypeError(f"args must be a tuple or list, got {args!r}")
@@ -401,34 +386,57 @@ class Scheduler:
             if id is not None and id in self._jobs:
                 if not replace:
                     raise ConflictingIdError(id)
-                return self._replace(
-                    self._jobs[id], func, trigger, first, args, kwargs, name, priority, opts, paused
+                job = self._jobs[id]
+                event = self._replace(
+                    job, func, trigger, first, args, kwargs, name, priority, opts, paused
                 )
-            job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
-            if id is not None:
-                self._jobs[id] = job
+                if event is None:
+                    return job
             else:
-                self._anon_queued += 1
-            if (
-                first is not None
-                and not paused
-                and opts.jitter_ns == 0
-                and self._runner is None
-                and _timebase(trigger) == MONOTONIC
-            ):
-                # A plain monotonic job (the common case), queued without the general path.
-                job._base = job._due = first
-                self._queues[MONOTONIC].push(job, first, priority)
-            else:
-                self._place_first(job, first, paused)
-            if id is None and job._state is JobState.PAUSED:
-                # An anonymous job is counted as queued; placed paused, it is loose instead.
-                # (Placement may also have ended it at once: _forget then uncounted it.)
-                self._loosen(job)
-            if not self._listeners:
-                return job
-            event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
+                job = self._add(
+                    id, func, trigger, first, args, kwargs, name, priority, opts, paused
+                )
+                if not self._listeners:
+                    return job
+                event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
+        return job
+
+    def _add(
+        self,
+        id: str | None,
+        func: Callable[..., Any],
+        trigger: Recurrence | float | int | datetime,
+        first: int | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        priority: int,
+        opts: JobOptions,
+        paused: bool,
+    ) -> Job:
+        """Create, index and queue a new job (lock held)."""
+        job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
+        if id is not None:
+            self._jobs[id] = job
+        else:
+            self._anon_queued += 1
+        if (
+            first is not None
+            and not paused
+            and opts.jitter_ns == 0
+            and self._runner is None
+            and _timebase(trigger) == MONOTONIC
+        ):
+            # A plain monotonic job (the common case), queued without the general path.
+            job._base = job._due = first
+            self._queues[MONOTONIC].push(job, first, priority)
+        else:
+            self._place_first(job, first, paused)
+        if id is None and job._state is JobState.PAUSED:
+            # An anonymous job is counted as queued; placed paused, it is loose instead.
+            # (Placement may also have ended it at once: _forget then uncounted it.)
+            self._loosen(job)
         return job
 
     def _replace(
@@ -443,20 +451,17 @@ class Scheduler:
         priority: int,
         opts: JobOptions,
         paused: bool,
-    ) -> Job:
-        """``schedule(..., replace=True)`` on a live id: same handle, new parameters."""
-        with self._lock:
-            job.func = func
-            job.args = args
-            job.kwargs = kwargs
-            if name is not None or job._x is not None:
-                job._extras().name = name
-            job.priority = priority
-            job._opts = opts
-            event = self._retarget(job, trigger, first, paused)
-        if event is not None:
-            self._emit([event])
-        return job
+    ) -> Event | None:
+        """``schedule(..., replace=True)`` on a live id (lock held): same handle, new
+        parameters. Returns the event to emit once the lock is released, if anyone listens."""
+        job.func = func
+        job.args = args
+        job.kwargs = kwargs
+        if name is not None or job._x is not None:
+            job._extras().name = name
+        job.priority = priority
+        job._opts = opts
+        return self._retarget(job, trigger, first, paused)
 
     def _retarget(
         self,
@@ -526,16 +531,28 @@ class Scheduler:
             executor=executor,
         )
 
+    def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None]:
+        """Validate ``when`` and return ``(trigger, first due)`` for a job.
+
+        The shorthands ``30`` / ``30.0`` (After) and an aware ``datetime`` (At) are kept as the
+        raw value, the Recurrence being built only if someone reads ``job.trigger``: for a
+        one-shot job, that object would be most of the cost of scheduling it.
+        """
+        cls = type(when)
+        if cls is float and 0 <= when < _INF:  # also False for NaN
+            return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
+        if cls is int and when >= 0:
+            return when, self._clock.monotonic_ns() + when * NS_PER_SECOND
+        if cls is datetime:
+            return when, datetime_to_ns(aware_datetime("when", when))
+        trigger = self._recurrence("when", when)
+        return trigger, trigger.first(self._env)
+
     def _recurrence(self, param: str, when: Any) -> Recurrence:
-        """Turn the shorthand forms of ``when`` into a Recurrence (validating them)."""
+        """Turn the other forms of ``when`` into a Recurrence (validating them)."""
         cls = type(when)
         if cls in _RECURRENCE_TYPES:
             return when  # type: ignore[no-any-return]
-        if cls is float:
-            if 0 <= when < _INF:  # also False for NaN
-                return After._checked(when)
-        elif cls is int and when >= 0:
-            return After._checked(when)
         if isinstance(when, Recurrence):
             # A protocol isinstance() walks every attribute (~30 µs); remember the class.
             _RECURRENCE_TYPES.add(cls)
@@ -580,15 +597,11 @@ class Scheduler:
             self._push_regular(job)
 
     def _push_regular(self, job: Job) -> None:
-        due = job._due
-        assert due is not None
+        assert job._due is not None
         tb = _timebase(job._trigger)
-        queue = self._queues[tb]
         if tb == WALL:
             self._wall_used = True
-        if self._runner is not None:
-            self._runner.note_push(tb, due, queue)
-        queue.push(job, due, job.priority)
+        self._push(tb, job, job._due, job.priority)
 
     def _queue_side(self, side: _Side, due_mono: int) -> None:
         """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
@@ -599,12 +612,15 @@ class Scheduler:
             self._push_side(side)
 
     def _push_side(self, side: _Side) -> None:
-        due = side.due
-        assert due is not None
-        queue = self._queues[MONOTONIC]
+        assert side.due is not None
+        self._push(MONOTONIC, side, side.due, side.job.priority)
+
+    def _push(self, tb: int, key: Job | _Side, due: int, priority: int) -> None:
+        """Put an entry in a queue, waking the runner if it becomes the new head."""
+        queue = self._queues[tb]
         if self._runner is not None:
-            self._runner.note_push(MONOTONIC, due, queue)
-        queue.push(side, due, side.job.priority)
+            self._runner.note_push(tb, due, queue)
+        queue.push(key, due, priority)
 
     def _hold_side(self, side: _Side, hold: int) -> None:
         """Keep a side unqueued until the job's run ends (_HELD) or a slot frees (_BLOCKED)."""
@@ -752,8 +768,6 @@ class Scheduler:
             self._unqueue(job)
             job._state = JobState.CANCELLED
             self._forget(job)
-            if self._blocked:
-                self._blocked = [b for b in self._blocked if b.job is not job]
         if event is not None:
             self._emit([event])
         return True
@@ -771,8 +785,7 @@ class Scheduler:
         Raises:
             JobLookupError: No live job has that id.
         """
-        trigger = self._recurrence("when", when)
-        first = trigger.first(self._env)
+        trigger, first = self._when(when)
         with self._lock:
             job = self._lookup(job_or_id)
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
@@ -846,19 +859,20 @@ class Scheduler:
         """
         with self._lock:
             job = self._lookup(job_or_id)
+            wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            side = _Side(job, self._clock.time_ns(), WALL, 1)
-            self._queue_side(side, mono)
-            runner = self._runner
-        if runner is None:
-            # Run exactly that side entry now, in this thread.
-            with self._lock:
-                if self._queues[MONOTONIC].due_of(side) is None:
-                    return
-                self._queues[MONOTONIC].cancel(side)
-                occ = self._begin(side, MONOTONIC, mono, self._clock.time_ns(), mono)
-            if occ is not None:
-                self._execute(occ)
+            side = _Side(job, wall, WALL, 1)
+            if self._runner is not None or job._state is JobState.PAUSED:
+                self._queue_side(side, mono)  # the runner (or resume) takes it from the queue
+                return
+            # No runner: begin exactly this side now and run it in this thread.
+            self._attach_side(side)
+            occ = self._begin(side, MONOTONIC, mono, wall, mono)
+            events = self._take_events()
+        if events:
+            self._emit(events)
+        if occ is not None:
+            self._execute(occ)
 
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
@@ -1009,7 +1023,7 @@ class Scheduler:
             if (
                 opts is DEFAULT_OPTIONS
                 and self._max_concurrent is None
-                and (cls is float or cls is int or cls is datetime or not trig.recurring)
+                and (cls in _SHORTHAND or not trig.recurring)
             ):
                 # The common case, kept short: every line here is paid once per run.
                 job._running += 1
@@ -1019,7 +1033,8 @@ class Scheduler:
                 late = (mono if tb else wall) - due
                 if late > 0:
                     self._stats.record_late(late)
-                return (job, due if job._base is None else job._base, tb, 1, mono, None)
+                # _base is always set while a regular entry is queued.
+                return (job, job._base, tb, 1, mono, None)  # type: ignore[return-value]
             trig = job.trigger
             base = job._base
             assert base is not None
@@ -1211,12 +1226,7 @@ class Scheduler:
         with self._lock:
             job._running -= 1
             self._running_total -= 1
-            self._release_held(job)
-            self._release_blocked()
-            self._settle(job, failed=failed)
-            self._cond.notify_all()
-            if self._runner is not None:
-                self._runner.notify()
+            self._after_run(job, failed)
 
     def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
@@ -1299,9 +1309,14 @@ class Scheduler:
             nxt = job.trigger.next(base, self._env)
             if nxt is not None:
                 self._queue_regular(job, nxt)
+        self._after_run(job, failed_dead)
+
+    def _after_run(self, job: Job, failed: bool) -> None:
+        """A run of ``job`` is over (lock held): start what waited for it, settle the job, and
+        tell the runner (and wait_idle callers)."""
         self._release_held(job)
         self._release_blocked()
-        self._settle(job, failed=failed_dead)
+        self._settle(job, failed=failed)
         if self._runner is not None:
             self._runner.notify()
 
