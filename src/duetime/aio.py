@@ -60,10 +60,7 @@ class AsyncRunner(HeadWatcher):
         self._changed.set()
 
     def _wake(self) -> None:
-        self._poke()
-
-    def notify(self) -> None:
-        """A run finished: let the loop and ``idle()`` look again."""
+        # The loop task and idle() callers both look again.
         self._poke()
 
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
@@ -95,12 +92,10 @@ class AsyncRunner(HeadWatcher):
                     if item is not None:
                         occ = s._begin(*item, wall, mono)
                     else:
-                        head = s._head(wall, mono)
-                        self._wake_at = None if head is None else head[2]
-                        if head is not None and not isinstance(clock, FakeClock):
-                            timeout = (head[2] - mono) / NS_PER_SECOND
-                            if s._queues[0]:
-                                timeout = min(timeout, s._wall_check / NS_PER_SECOND)
+                        timeout_ns = self._plan_sleep(wall, mono)
+                        # A FakeClock wakes the loop when it moves: no real-time timeout.
+                        if timeout_ns is not None and not isinstance(clock, FakeClock):
+                            timeout = timeout_ns / NS_PER_SECOND
                         self._sleeping = True
                         self._wakeup.clear()
                     events = s._take_events()

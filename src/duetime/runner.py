@@ -24,9 +24,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime._validate import NS_PER_SECOND
+from duetime.clock import SystemClock
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import _current
-from duetime.recurrence import MONOTONIC
+from duetime.recurrence import MONOTONIC, WALL
 
 if TYPE_CHECKING:
     from duetime.core import EventQueue
@@ -84,8 +85,26 @@ class HeadWatcher:
             self._wake_at = due
             self._wake()
 
+    def notify(self) -> None:
+        """Called under the lock when a run finished or was abandoned: look again."""
+        self._wake()
+
     def _wake(self) -> None:
         raise NotImplementedError
+
+    def _plan_sleep(self, wall: int, mono: int) -> int | None:
+        """How long to sleep, in nanoseconds (None: until woken), when nothing is due.
+
+        Called with the lock held; records the head slept toward for ``note_push``. While
+        wall-clock entries exist the sleep is capped, so that a wall-clock jump is noticed.
+        """
+        s = self._s
+        head = s._head(wall, mono)
+        self._wake_at = None if head is None else head[2]
+        timeout = None if head is None else head[2] - mono
+        if s._queues[WALL] and (timeout is None or timeout > s._wall_check):
+            timeout = s._wall_check
+        return timeout
 
 
 class Runner(HeadWatcher):
@@ -105,15 +124,15 @@ class Runner(HeadWatcher):
         self._owned: list[cf.Executor] = []
         self._futures: set[cf.Future[Any]] = set()
         spec = scheduler._executor_spec
-        self._inline = spec == "inline"
+        inline = spec == "inline"
         if spec is None:
             spec = cf.ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="duetime-worker")
             self._owned.append(spec)
-        elif not self._inline and not isinstance(spec, cf.Executor):
+        elif not inline and not isinstance(spec, cf.Executor):
             raise TypeError(
                 f"executor must be 'inline', None or a concurrent.futures.Executor, got {spec!r}"
             )
-        self._default: cf.Executor | None = None if self._inline else spec
+        self._default: cf.Executor | None = None if inline else spec
         self._named: dict[str, Any] = dict(scheduler._executors_spec)
         for name, ex in self._named.items():
             if ex != "inline" and not isinstance(ex, cf.Executor):
@@ -159,11 +178,8 @@ class Runner(HeadWatcher):
 
     # -- waking -----------------------------------------------------------------------------------
 
-    def notify(self) -> None:
-        """Wake the thread (and wait_idle callers) after a run finished."""
-        self._s._cond.notify_all()
-
     def _wake(self) -> None:
+        # The runner thread and wait_idle() callers all wait on the scheduler's condition.
         self._s._cond.notify_all()
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -172,7 +188,6 @@ class Runner(HeadWatcher):
         s = self._s
         clock = s._clock
         cond = s._cond
-        wall_check = s._wall_check
         with cond:
             while not self._stop:
                 wall = clock.time_ns()
@@ -190,14 +205,7 @@ class Runner(HeadWatcher):
                     finally:
                         cond.acquire()
                     continue
-                head = s._head(wall, mono)
-                timeout_ns: int | None = None
-                self._wake_at = None
-                if head is not None:
-                    timeout_ns = head[2] - mono
-                    self._wake_at = head[2]
-                if s._queues[0] and (timeout_ns is None or timeout_ns > wall_check):
-                    timeout_ns = wall_check
+                timeout_ns = self._plan_sleep(wall, mono)
                 cond.notify_all()  # wake wait_idle() callers: nothing is due right now
                 self._sleeping = True
                 try:
@@ -257,11 +265,7 @@ class Runner(HeadWatcher):
         error = fut.exception()
         if error is not None and not isinstance(error, Exception):
             error = RuntimeError(f"job raised {error!r} in a worker process")
-        token = _current.set(occ)
-        try:
-            s._finish_outcome(occ, None if error else fut.result(), error)
-        finally:
-            _current.reset(token)
+        s._finish_outcome(occ, None if error else fut.result(), error)
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
@@ -299,8 +303,9 @@ def _prestart(executor: cf.Executor) -> None:
         logger.debug("thread pool warm-up timed out")
 
 
+_REAL = SystemClock(precision=0)
+
+
 def clock_now_real() -> float:
     """Real monotonic seconds, for wait_idle's real-time timeout (the clock module reads it)."""
-    from duetime.clock import SystemClock
-
-    return SystemClock().monotonic()
+    return _REAL.monotonic()
