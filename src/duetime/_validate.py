@@ -38,6 +38,18 @@ def duration_ns(name: str, value: object, *, allow_zero: bool = True) -> int:
     return ns
 
 
+def signed_duration_ns(name: str, value: object) -> int:
+    """Like ``duration_ns`` but either sign is allowed (epoch times, wall-clock steps)."""
+    if isinstance(value, timedelta):
+        negative = value < timedelta(0)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        negative = value < 0
+    else:
+        raise TypeError(f"{name} must be a number of seconds or a timedelta, got {value!r}")
+    ns = duration_ns(name, -value if negative else value)
+    return -ns if negative else ns
+
+
 def aware_datetime(name: str, value: object) -> datetime:
     """Return ``value`` if it is a timezone-aware datetime, else raise naming ``name``."""
     if not isinstance(value, datetime):

@@ -22,7 +22,13 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Protocol, runtime_checkable
 
-from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, duration_ns
+from duetime._validate import (
+    NS_PER_SECOND,
+    aware_datetime,
+    datetime_to_ns,
+    duration_ns,
+    signed_duration_ns,
+)
 from duetime.errors import InvalidArgument
 
 __all__ = ["Clock", "FakeClock", "SteppableClock", "SystemClock"]
@@ -155,7 +161,7 @@ class FakeClock:
             raise TypeError(f"start must be epoch seconds or an aware datetime, got {start!r}")
         else:
             # Epoch seconds may be negative (before 1970); only NaN and inf are meaningless.
-            wall = duration_ns("start", abs(start)) * (-1 if start < 0 else 1)
+            wall = signed_duration_ns("start", start)
         self._wall = wall
         self._mono = 0
         self._lock = threading.Lock()
@@ -237,16 +243,9 @@ class FakeClock:
         Args:
             seconds: Signed amount in seconds, or a timedelta. Monotonic time does not move.
         """
-        if isinstance(seconds, timedelta):
-            negative = seconds < timedelta(0)
-            ns = duration_ns("seconds", -seconds if negative else seconds)
-        elif isinstance(seconds, (int, float)) and not isinstance(seconds, bool):
-            negative = seconds < 0
-            ns = duration_ns("seconds", -seconds if negative else seconds)
-        else:
-            raise TypeError(f"seconds must be a number of seconds or a timedelta, got {seconds!r}")
+        ns = signed_duration_ns("seconds", seconds)
         with self._lock:
-            self._wall += -ns if negative else ns
+            self._wall += ns
         if self._watched:
             self._notify()
 
