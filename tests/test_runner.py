@@ -226,10 +226,12 @@ def test_shutdown_waits_for_running_jobs(clock: FakeClock) -> None:
 
     s.schedule(slow, 0)
     assert started.wait(WAIT)
+    runner_thread = s._runner._thread  # type: ignore[union-attr]
     stopper = threading.Thread(target=s.shutdown, kwargs={"wait": True})
     stopper.start()
-    stopper.join(0.05)
-    assert stopper.is_alive()  # still waiting for `slow`
+    # Once the runner thread has stopped, shutdown can only be waiting for `slow`.
+    until(lambda: not runner_thread.is_alive())
+    assert stopper.is_alive()
     release.set()
     stopper.join(WAIT)
     assert not stopper.is_alive() and finished.is_set()
