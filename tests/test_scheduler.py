@@ -174,6 +174,61 @@ def test_current_run(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     assert "attempt=1" in repr(run)
 
 
+def test_a_running_anonymous_job_is_live_on_the_stepping_fast_path(scheduler: Scheduler) -> None:
+    # run_until runs plain one-shot delays without indexing them; while one runs it must still
+    # look like any running job: listed, counted, found, RUNNING, with its current run.
+    seen: list[Any] = []
+
+    def probe() -> None:
+        run = current_run()
+        assert run is not None
+        seen.append(
+            (
+                run.job in scheduler.jobs(),
+                len(scheduler),
+                run.job in scheduler,
+                run.job.state,
+                run.job.attempt,
+            )
+        )
+
+    job = scheduler.schedule(probe, 30)
+    other = scheduler.schedule(print, 60)
+    assert job.attempt == 0
+    scheduler.run_until(scheduler.clock.time() + 30)
+    assert seen == [(True, 2, True, JobState.RUNNING, 1)]
+    assert job.state is JobState.COMPLETED and job.runs == 1 and job.attempt == 1
+    assert job not in scheduler and scheduler.jobs() == [other] and len(scheduler) == 1
+
+
+@pytest.mark.parametrize("action", ["cancel", "read id", "reschedule", "pause"])
+def test_fast_path_job_changing_itself_while_running(scheduler: Scheduler, action: str) -> None:
+    def body() -> None:
+        run = current_run()
+        assert run is not None
+        if action == "cancel":
+            run.job.cancel()
+        elif action == "read id":
+            assert run.job.id in scheduler
+        elif action == "reschedule":
+            run.job.reschedule(5)
+        else:
+            run.job.pause()
+
+    job = scheduler.schedule(body, 1)
+    assert scheduler.run_for(2) == 1
+    expected = {
+        "cancel": JobState.CANCELLED,
+        "read id": JobState.COMPLETED,
+        "reschedule": JobState.SCHEDULED,
+        "pause": JobState.COMPLETED,  # a paused one-shot with nothing left ends
+    }[action]
+    assert job.state is expected
+    live = expected is JobState.SCHEDULED
+    assert (job in scheduler) is live and len(scheduler) == int(live)
+    assert scheduler.jobs() == ([job] if live else [])
+
+
 def test_run_until_sets_clock_to_each_due_time(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     seen: list[tuple[str, datetime]] = []
     for minutes in (3, 1, 2):

@@ -96,7 +96,6 @@ class Job:
         kwargs: Keyword arguments for ``func``.
         priority: Lower runs first among jobs due at the same instant.
         runs: How many occurrences have finished (successfully or not).
-        attempt: The attempt number of the current or last occurrence (1 for the first try).
     """
 
     __slots__ = (
@@ -104,6 +103,7 @@ class Job:
         "_due",
         "_id",
         "_opts",
+        "_qkey",
         "_running",
         "_sched",
         "_sides",
@@ -111,7 +111,6 @@ class Job:
         "_trigger",
         "_x",
         "args",
-        "attempt",
         "func",
         "kwargs",
         "priority",
@@ -149,9 +148,10 @@ class Job:
         self._due: int | None = None
         self._base: int | None = None
         self._sides: list[Any] | None = None
+        # The live entry of the regular occurrence in its TimerQueue (None when not queued).
+        self._qkey: int | None = None
         self._running = 0
         self.runs = 0
-        self.attempt = 0
         # Rarely used state (a display name, failure bookkeeping), created on first use: a
         # pending one-shot job should not carry slots it will not use. (Seventeen slots would
         # round up to the next 16-byte size class; sixteen do not.)
@@ -171,6 +171,15 @@ class Job:
         if job_id is None:
             job_id = self._sched._name_job(self)
         return job_id
+
+    @property
+    def attempt(self) -> int:
+        """The attempt number of the current or last occurrence: 1 for the first try, 0 before
+        any. (Kept in the rarely used extras only when it is not the obvious value.)"""
+        x = self._x
+        if x is not None and x.attempt is not None:
+            return x.attempt
+        return 1 if self.runs or self._running else 0
 
     @property
     def failures(self) -> int:
@@ -254,9 +263,10 @@ class Job:
 class _Extras:
     """A job's rarely used state (see ``Job._x``)."""
 
-    __slots__ = ("catchup", "failures", "last_error", "name")
+    __slots__ = ("attempt", "catchup", "failures", "last_error", "name")
 
     def __init__(self) -> None:
+        self.attempt: int | None = None  # None: Job.attempt derives it
         self.name: str | None = None
         self.failures = 0
         self.last_error: BaseException | None = None

@@ -30,7 +30,6 @@ from duetime.job import _current
 from duetime.recurrence import MONOTONIC, WALL
 
 if TYPE_CHECKING:
-    from duetime.core import EventQueue
     from duetime.scheduler import Scheduler, _Occ
 
 __all__ = ["DEFAULT_WORKERS", "HeadWatcher", "Runner", "RunnerLike"]
@@ -44,7 +43,7 @@ DEFAULT_WORKERS = 8
 class RunnerLike(Protocol):
     """What the Scheduler asks of whatever runs it (the thread here, or asyncio's runner)."""
 
-    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+    def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before a push; wake up if the entry becomes the new head."""
         ...
 
@@ -73,7 +72,7 @@ class HeadWatcher:
     _sleeping: bool
     _wake_at: int | None
 
-    def note_push(self, timebase: int, due: int, queue: EventQueue[Any]) -> None:
+    def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before an entry is pushed: wake the runner only if the entry
         will be earlier than the head it sleeps toward."""
         if not self._sleeping:

@@ -27,8 +27,17 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from duetime._timers import (
+    _PRIORITY_BIAS,
+    _PRIORITY_SHIFT,
+    DUE_SHIFT,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    TimerQueue,
+)
 from duetime._validate import (
     NS_PER_SECOND,
     aware_datetime,
@@ -38,8 +47,7 @@ from duetime._validate import (
     ns_to_datetime,
     zone,
 )
-from duetime.clock import Clock, SteppableClock, SystemClock
-from duetime.core import EventQueue
+from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
 from duetime.errors import (
     ConflictingIdError,
     InvalidArgument,
@@ -88,6 +96,15 @@ _INF = float("inf")
 _SHORTHAND = (float, int, datetime)
 
 
+def _priority(value: Any) -> int:
+    integer("priority", value)
+    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
+        raise InvalidArgument(
+            f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {value!r}"
+        )
+    return int(value)
+
+
 def _timebase(trigger: Any) -> int:
     """The timebase of a job's trigger, without building an After/At for a raw shorthand."""
     cls = type(trigger)
@@ -113,7 +130,17 @@ class _Side:
     displaced by the job's next regular occurrence.
     """
 
-    __slots__ = ("attempt", "base", "base_tb", "due", "hold", "job", "prev_delay", "reserved")
+    __slots__ = (
+        "_qkey",
+        "attempt",
+        "base",
+        "base_tb",
+        "due",
+        "hold",
+        "job",
+        "prev_delay",
+        "reserved",
+    )
 
     def __init__(
         self,
@@ -134,6 +161,7 @@ class _Side:
         # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
         # _BLOCKED (waits in Scheduler._blocked for a max_concurrent slot).
         self.hold = _QUEUED
+        self._qkey: int | None = None  # its live entry in the monotonic TimerQueue
 
 
 # An occurrence that has begun: (job, base, base_tb, attempt, started_mono_ns, prev_delay).
@@ -236,9 +264,9 @@ class Scheduler:
         self._cond = threading.Condition(self._lock)
         # One counter for both queues keeps FIFO order across timebases among equal times.
         counter = itertools.count()
-        self._queues: tuple[EventQueue[Any], EventQueue[Any]] = (
-            EventQueue(counter=counter),
-            EventQueue(counter=counter),
+        self._queues: tuple[TimerQueue, TimerQueue] = (
+            TimerQueue(counter),
+            TimerQueue(counter),
         )
         # Live jobs by id. An anonymous job (no id read yet) is not indexed while its regular
         # entry is queued, where the queues find it and _anon_queued counts it; once loose
@@ -246,6 +274,9 @@ class Scheduler:
         # (_forget) or its id is read (_name_job). A pending one-shot thus costs no index entry.
         self._jobs: dict[str | Job, Job] = {}
         self._anon_queued = 0
+        # The anonymous job running on run_until's fast path: counted, neither queued nor
+        # indexed (see _run_to).
+        self._stepping: Job | None = None
         # Set once a wall-clock entry has been queued; until then the stepping loop can skip
         # the two-queue merge.
         self._wall_used = False
@@ -322,7 +353,8 @@ class Scheduler:
             kwargs: Keyword arguments for ``func``.
             id: Unique key; default a short generated one.
             name: Display name; default ``func.__qualname__``.
-            priority: Lower runs first among occurrences due at the same instant.
+            priority: Lower runs first among occurrences due at the same instant; a signed
+                32-bit int (-2**31 to 2**31 - 1).
             retry: ``RetryPolicy`` for failed attempts; default the scheduler's.
             misfire: ``Misfire`` policy for late occurrences of a recurring job.
             grace: Seconds an occurrence may start late before it counts as misfired.
@@ -348,7 +380,19 @@ class Scheduler:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
-        trigger, first = self._when(when)
+        # The shorthand delay, inlined from _when: the common case pays for no extra call.
+        cls = type(when)
+        if cls is float and 0 <= when < _INF:  # also False for NaN
+            trigger: Recurrence | float | int | datetime = when
+            first: int | None = self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
+            plain = True
+        elif cls is int and when >= 0:
+            trigger = when
+            first = self._clock.monotonic_ns() + when * NS_PER_SECOND
+            plain = True
+        else:
+            trigger, first = self._when(when)
+            plain = False
         if type(args) is not tuple:
             if not isinstance(args, (tuple, list)):
                 raise TypeError(f"args must be a tuple or list, got {args!r}")
@@ -365,8 +409,8 @@ class Scheduler:
                 raise InvalidArgument("id must not be empty")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {name!r}")
-        if type(priority) is not int:
-            integer("priority", priority)
+        if type(priority) is not int or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+            _priority(priority)
         if (
             retry is None
             and misfire is None
@@ -379,19 +423,39 @@ class Scheduler:
             opts = DEFAULT_OPTIONS
         else:
             opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
+            plain = False
 
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if id is not None and id in self._jobs:
+            if plain and id is None and not paused and self._runner is None:
+                # An anonymous delay with default options (the bulk of a simulation's work):
+                # created and queued here, _add and TimerQueue.push inlined. Such a job is
+                # found through its queue entry, so it needs no index entry (_anon_queued).
+                job = Job(self, None, func, trigger, args, kwargs, name, priority, opts)
+                job._base = job._due = first
+                queue = self._queues[MONOTONIC]
+                entry = job._qkey = (
+                    (first << DUE_SHIFT)  # type: ignore[operator]
+                    + ((priority + _PRIORITY_BIAS) << _PRIORITY_SHIFT)
+                    + next(queue._counter)
+                )
+                queue._live[entry] = job
+                heappush(queue._heap, entry)
+                self._anon_queued += 1
+                if not self._listeners:
+                    return job
+                event: Event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
+            elif id is not None and id in self._jobs:
                 if not replace:
                     raise ConflictingIdError(id)
                 job = self._jobs[id]
-                event = self._replace(
+                replaced = self._replace(
                     job, func, trigger, first, args, kwargs, name, priority, opts, paused
                 )
-                if event is None:
+                if replaced is None:
                     return job
+                event = replaced
             else:
                 job = self._add(
                     id, func, trigger, first, args, kwargs, name, priority, opts, paused
@@ -617,10 +681,9 @@ class Scheduler:
 
     def _push(self, tb: int, key: Job | _Side, due: int, priority: int) -> None:
         """Put an entry in a queue, waking the runner if it becomes the new head."""
-        queue = self._queues[tb]
         if self._runner is not None:
-            self._runner.note_push(tb, due, queue)
-        queue.push(key, due, priority)
+            self._runner.note_push(tb, due)
+        self._queues[tb].push(key, due, priority)
 
     def _hold_side(self, side: _Side, hold: int) -> None:
         """Keep a side unqueued until the job's run ends (_HELD) or a slot frees (_BLOCKED)."""
@@ -882,6 +945,9 @@ class Scheduler:
                 for queue in self._queues:
                     for key in queue.live_keys():
                         found[key if type(key) is Job else key.job] = None
+                stepping = self._stepping  # or running on run_until's fast path
+                if stepping is not None and stepping._state not in _ENDED:
+                    found[stepping] = None
             jobs = list(found)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
@@ -983,16 +1049,22 @@ class Scheduler:
 
     # -- the life cycle -------------------------------------------------------------------------
 
-    def _head(self, wall: int, mono: int) -> tuple[int, Any, int] | None:
-        """The earliest live entry of both queues: ``(queue index, entry, due as monotonic)``."""
-        hw: Any = self._queues[WALL].head()
-        hm: Any = self._queues[MONOTONIC].head()
-        if hw is None:
-            return None if hm is None else (MONOTONIC, hm, hm[0])
-        w_mono = hw[0] - wall + mono
-        if hm is None or (w_mono, hw[1], hw[2]) < (hm[0], hm[1], hm[2]):
-            return (WALL, hw, w_mono)
-        return (MONOTONIC, hm, hm[0])
+    def _head(self, wall: int, mono: int) -> tuple[int, int, int] | None:
+        """The earliest live entry of both queues: ``(queue index, entry, due as monotonic)``.
+
+        Entries are packed ints (see duetime._timers): moving a wall-clock entry onto the
+        monotonic axis is one addition, after which one comparison orders the two heads by
+        ``(due, priority, seq)``.
+        """
+        qwall, qmono = self._queues
+        em = qmono.head()
+        ew = qwall.head() if qwall._live else None
+        if ew is None:
+            return None if em is None else (MONOTONIC, em, em >> DUE_SHIFT)
+        ew_mono = ew + ((mono - wall) << DUE_SHIFT)
+        if em is None or ew_mono < em:
+            return (WALL, ew, ew_mono >> DUE_SHIFT)
+        return (MONOTONIC, em, em >> DUE_SHIFT)
 
     def _pop_due(self, wall: int, mono: int) -> tuple[Any, int, int] | None:
         """Pop the earliest entry due at ``(wall, mono)``: ``(key, queue index, due)``."""
@@ -1000,8 +1072,7 @@ class Scheduler:
         if head is None or head[2] > mono:
             return None
         tb, entry, _ = head
-        self._queues[tb].pop()
-        return entry[3], tb, entry[0]
+        return self._queues[tb].pop_entry(entry), tb, entry >> DUE_SHIFT
 
     def _begin(self, key: Any, tb: int, due: int, wall: int, mono: int) -> _Occ | None:
         """Decide whether a popped entry runs now. Called with the lock held.
@@ -1029,7 +1100,8 @@ class Scheduler:
                 job._running += 1
                 self._running_total += 1
                 job._state = _RUNNING
-                job.attempt = 1
+                if job._x is not None:
+                    job._x.attempt = 1
                 late = (mono if tb else wall) - due
                 if late > 0:
                     self._stats.record_late(late)
@@ -1107,7 +1179,8 @@ class Scheduler:
         job._running += 1
         self._running_total += 1
         job._state = _RUNNING
-        job.attempt = attempt
+        if attempt != 1 or job._x is not None:
+            job._extras().attempt = attempt
         late = (mono if tb else wall) - due
         if late > 0:
             self._stats.record_late(late)
@@ -1440,7 +1513,7 @@ class Scheduler:
             job = entry.job
             job._trigger = After(0)
             job._state = JobState.SCHEDULED
-            job.attempt = 0
+            job._extras().attempt = 0
             self._jobs[id] = job
             self._queue_regular(job, self._clock.monotonic_ns())
             event = (
@@ -1574,30 +1647,75 @@ class Scheduler:
         return self._run_to(clock, clock.time_ns() + span)
 
     def _run_to(self, clock: SteppableClock, target: int) -> int:
-        # The simulation hot loop: a few dozen bytecodes per occurrence decide whether duetime
-        # is faster than the standard library's sched, so names are bound locally and each
-        # occurrence's outcome is recorded under the same lock acquisition that picks the next.
+        # The simulation hot loop. A few dozen bytecodes per occurrence decide whether duetime
+        # is faster than the standard library's sched, so the common case is inlined here:
+        # a one-shot job with default options, nobody listening, no runner, no limits. Its pop
+        # (TimerQueue), start (_begin), call (_call) and outcome (_finish_locked) are the same
+        # steps as the general methods', which take over whenever any condition fails; and
+        # each outcome is recorded under the same lock acquisition that picks the next one.
         count = 0
         lock = self._lock
         qmono = self._queues[MONOTONIC]
-        entry: Any
-        due: int
+        heap = qmono._heap
+        live = qmono._live
+        jobs = self._jobs
+        stats = self._stats
+        key: Any
         begin = self._begin
         call = self._call
         finish = self._finish_locked
         time_ns = clock.time_ns
         monotonic_ns = clock.monotonic_ns
         advance_ns = clock.advance_ns
-        done = None
+        # An unwatched FakeClock is read and moved through its two integers. (Its own lock
+        # guards those against other threads moving it; a clock being stepped here has no
+        # runner, and a test that advances it from another thread meanwhile races anyway.)
+        fake = type(clock) is FakeClock
+        current_set = _current.set
+        current_reset = _current.reset
+        done: tuple[_Occ, Any, Exception | None] | None = None  # the previous outcome
+        # The previous job, when it ran on the fast path and succeeded, with its occurrence.
+        ran: Job | None = None
+        ran_occ: Any = None
+        ran_result: Any = None
         tail: Sequence[Event] = ()
         try:
             while True:
                 with lock:
-                    if done is not None:
+                    if ran is not None:
+                        # _finish_locked's common case: a success nobody is listening to.
+                        job = ran
+                        ran = None
+                        if (
+                            job._sides is None
+                            and not self._listeners
+                            and not self._blocked
+                            and self._runner is None
+                        ):
+                            job._running -= 1
+                            self._running_total -= 1
+                            job.runs += 1
+                            stats.succeeded += 1
+                            self._stepping = None
+                            if job._state is _RUNNING and not job._running and job._due is None:
+                                job._state = _COMPLETED
+                                if job._id is None and job not in jobs:
+                                    self._anon_queued -= 1  # _forget, inlined
+                                else:
+                                    self._forget(job)
+                            else:
+                                self._settle(job)
+                        else:
+                            finish((ran_occ, ran_result, None))
+                    elif done is not None:
                         finish(done)
                         done = None
-                    wall = time_ns()
-                    mono = monotonic_ns()
+                    if fake:
+                        wall = clock._wall  # type: ignore[attr-defined]
+                        mono = clock._mono  # type: ignore[attr-defined]
+                    else:
+                        wall = time_ns()
+                        mono = monotonic_ns()
                     limit = target - wall + mono  # the wall target on the monotonic axis
                     if self._wall_used:
                         head = self._head(wall, mono)
@@ -1605,30 +1723,105 @@ class Scheduler:
                             tail = self._take_events()
                             break
                         tb, entry, due = head
-                        self._queues[tb].pop()
+                        key = self._queues[tb].pop_entry(entry)
                     else:
-                        entry = qmono.pop_due_entry(limit)
-                        if entry is None:
+                        # TimerQueue.head + pop_entry on the monotonic queue.
+                        while heap:
+                            entry = heap[0]
+                            if entry >> DUE_SHIFT > limit:
+                                key = None
+                                break
+                            heappop(heap)
+                            key = live.pop(entry, None)
+                            if key is not None:
+                                key._qkey = None
+                                break
+                            qmono._stale -= 1
+                        else:
+                            key = None
+                        if key is None:
                             tail = self._take_events()
                             break
                         tb = MONOTONIC
-                        due = entry[0]
+                        due = entry >> DUE_SHIFT
                     if due > mono:
                         # The clock is exact integers: after this jump "now" equals the due
                         # time, so the occurrence is never left a rounding error short of due.
-                        advance_ns(due - mono)
-                        wall += due - mono
-                        mono = due
-                    occ = begin(entry[3], tb, entry[0], wall, mono)
-                    events = self._take_events() if self._pending_events else ()
+                        if fake and not clock._watched:  # type: ignore[attr-defined]
+                            wall += due - mono
+                            clock._wall = wall  # type: ignore[attr-defined]
+                            clock._mono = mono = due  # type: ignore[attr-defined]
+                        else:
+                            advance_ns(due - mono)
+                            wall += due - mono
+                            mono = due
+                    if (
+                        type(key) is Job
+                        and key._opts is DEFAULT_OPTIONS
+                        and type(key._trigger) in _SHORTHAND
+                        and self._max_concurrent is None
+                        and not self._listeners
+                        and not self._pending_events
+                    ):
+                        # _begin's common case. An anonymous job stays counted in
+                        # _anon_queued while it runs, without an index entry: jobs() finds it
+                        # as _stepping.
+                        job = key
+                        job._due = None
+                        self._stepping = job
+                        job._running += 1
+                        self._running_total += 1
+                        job._state = _RUNNING
+                        if job._x is not None:
+                            job._x.attempt = 1
+                        late = (mono if tb else wall) - due
+                        if late > 0:
+                            stats.record_late(late)
+                        occ: _Occ | None = (job, job._base, tb, 1, mono, None)  # type: ignore[assignment]
+                        events: Sequence[Event] = ()
+                        fast: Job | None = job
+                    else:
+                        occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
+                        events = self._take_events() if self._pending_events else ()
+                        fast = None
                 if events:
                     self._emit(events)
-                if occ is not None:
+                if occ is None:
+                    continue
+                if fast is None:
                     done = call(occ)
                     if done is not None:
                         count += 1
+                    continue
+                job = fast
+                # _call's common case: nothing was emitted since _begin.
+                if job._state is _CANCELLED:  # by another thread, meanwhile
+                    self._abandon(occ)
+                    continue
+                token = current_set(occ)
+                try:
+                    kwargs = job.kwargs
+                    result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
+                except Exception as exc:
+                    current_reset(token)
+                    done = (occ, None, exc)
+                except BaseException:
+                    current_reset(token)
+                    self._abandon(occ, failed=True)
+                    raise
+                else:
+                    current_reset(token)
+                    if type(job._trigger) in _SHORTHAND:
+                        ran = job
+                        ran_occ = occ
+                        ran_result = result
+                    else:
+                        done = (occ, result, None)
+                count += 1
         finally:
-            if done is not None:  # only when the loop was left by an exception
+            if ran is not None:  # only when the loop was left by an exception
+                done = (ran_occ, ran_result, None)
+            if done is not None:
                 with lock:
                     finish(done)
         if tail:
