@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from datetime import datetime, timezone
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,3 +64,18 @@ def test_stats_counts_outcomes_and_queue_sizes() -> None:
     assert st.live_entries == 0 and st.compactions >= 1
     assert st.lateness.count == 3 and st.lateness.max == 2.0
     assert abs(st.lateness.p50 - 2.0) <= 2.0 * RELATIVE_ERROR
+
+
+def test_lateness_of_wall_clock_and_monotonic_one_shots() -> None:
+    # Both kinds take run_until's fast path; lateness must be measured in one timebase.
+    clock = FakeClock(start=datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc))
+    s = Scheduler(clock=clock)
+    s.schedule(print, datetime(2026, 1, 5, 8, 0, 3, tzinfo=timezone.utc))  # wall clock
+    s.schedule(print, 4)  # monotonic
+    s.schedule(print, 60)  # run on time by run_until below
+    clock.advance(7)
+    assert s.run_for(0) == 2  # both late
+    assert s.run_for(60) == 1
+    st = s.stats()
+    assert st.lateness.count == 3 and st.lateness.max == 4.0  # 4 s (wall) and 3 s late
+    assert st.succeeded == 3

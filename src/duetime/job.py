@@ -102,11 +102,9 @@ class Job:
         "_base",
         "_due",
         "_id",
-        "_opts",
         "_qkey",
         "_running",
         "_sched",
-        "_sides",
         "_state",
         "_trigger",
         "_x",
@@ -139,7 +137,6 @@ class Job:
         self.args = args
         self.kwargs = kwargs
         self.priority = priority
-        self._opts = opts
         self._state = JobState.SCHEDULED
         # The regular schedule: _due is when the next regular occurrence's entry is due (jitter
         # included) in the trigger's timebase, None when there is none; _base is its un-jittered
@@ -147,17 +144,39 @@ class Job:
         # and out-of-band triggers are side entries (_sides) so they never disturb it.
         self._due: int | None = None
         self._base: int | None = None
-        self._sides: list[Any] | None = None
         # The live entry of the regular occurrence in its TimerQueue (None when not queued).
         self._qkey: int | None = None
         self._running = 0
         self.runs = 0
-        # Rarely used state (a display name, failure bookkeeping), created on first use: a
-        # pending one-shot job should not carry slots it will not use. (Seventeen slots would
-        # round up to the next 16-byte size class; sixteen do not.)
+        # Rarely used state (non-default options, side entries, a display name, failure
+        # bookkeeping), created on first use: a pending one-shot job should not carry slots
+        # it will not use. Fourteen slots make a 144-byte object.
         self._x: _Extras | None = None
         if name is not None:
             self._extras().name = name
+        if opts is not DEFAULT_OPTIONS:
+            self._extras().opts = opts
+
+    @property
+    def _opts(self) -> JobOptions:
+        x = self._x
+        return DEFAULT_OPTIONS if x is None else x.opts
+
+    @_opts.setter
+    def _opts(self, opts: JobOptions) -> None:
+        if opts is not DEFAULT_OPTIONS or self._x is not None:
+            self._extras().opts = opts
+
+    @property
+    def _sides(self) -> list[Any] | None:
+        """Side entries (retries, deferred, held or triggered runs) the job waits on."""
+        x = self._x
+        return None if x is None else x.sides
+
+    @_sides.setter
+    def _sides(self, sides: list[Any] | None) -> None:
+        if sides is not None or self._x is not None:
+            self._extras().sides = sides
 
     @property
     def id(self) -> str:
@@ -263,9 +282,11 @@ class Job:
 class _Extras:
     """A job's rarely used state (see ``Job._x``)."""
 
-    __slots__ = ("attempt", "catchup", "failures", "last_error", "name")
+    __slots__ = ("attempt", "catchup", "failures", "last_error", "name", "opts", "sides")
 
     def __init__(self) -> None:
+        self.opts = DEFAULT_OPTIONS
+        self.sides: list[Any] | None = None
         self.attempt: int | None = None  # None: Job.attempt derives it
         self.name: str | None = None
         self.failures = 0

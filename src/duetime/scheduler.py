@@ -253,6 +253,9 @@ class Scheduler:
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
         self._clock = clock
+        # An exact FakeClock (not a subclass, which may override its readings) is read through
+        # its integers on the hottest paths: a method call there costs as much as the read.
+        self._fake = type(clock) is FakeClock
         self._rng = rng
         self._env = Env(clock, rng, self._tz)
         self._retry: RetryPolicy = retry if retry is not None else NoRetry()
@@ -384,11 +387,15 @@ class Scheduler:
         cls = type(when)
         if cls is float and 0 <= when < _INF:  # also False for NaN
             trigger: Recurrence | float | int | datetime = when
-            first: int | None = self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
+            first: int | None = round(when * NS_PER_SECOND) + (
+                self._clock._mono if self._fake else self._clock.monotonic_ns()  # type: ignore[attr-defined]
+            )
             plain = True
         elif cls is int and when >= 0:
             trigger = when
-            first = self._clock.monotonic_ns() + when * NS_PER_SECOND
+            first = when * NS_PER_SECOND + (
+                self._clock._mono if self._fake else self._clock.monotonic_ns()  # type: ignore[attr-defined]
+            )
             plain = True
         else:
             trigger, first = self._when(when)
@@ -1670,7 +1677,7 @@ class Scheduler:
         # An unwatched FakeClock is read and moved through its two integers. (Its own lock
         # guards those against other threads moving it; a clock being stepped here has no
         # runner, and a test that advances it from another thread meanwhile races anyway.)
-        fake = type(clock) is FakeClock
+        fake = self._fake
         current_set = _current.set
         current_reset = _current.reset
         done: tuple[_Occ, Any, Exception | None] | None = None  # the previous outcome
@@ -1687,7 +1694,7 @@ class Scheduler:
                         job = ran
                         ran = None
                         if (
-                            job._sides is None
+                            (job._x is None or job._x.sides is None)
                             and not self._listeners
                             and not self._blocked
                             and self._runner is None
@@ -1757,7 +1764,7 @@ class Scheduler:
                             mono = due
                     if (
                         type(key) is Job
-                        and key._opts is DEFAULT_OPTIONS
+                        and (key._x is None or key._x.opts is DEFAULT_OPTIONS)
                         and type(key._trigger) in _SHORTHAND
                         and self._max_concurrent is None
                         and not self._listeners
@@ -1774,9 +1781,8 @@ class Scheduler:
                         job._state = _RUNNING
                         if job._x is not None:
                             job._x.attempt = 1
-                        late = (mono if tb else wall) - due
-                        if late > 0:
-                            stats.record_late(late)
+                        if due < mono:  # not when the clock was just moved to it
+                            stats.record_late(mono - due)  # both on the monotonic axis
                         occ: _Occ | None = (job, job._base, tb, 1, mono, None)  # type: ignore[assignment]
                         events: Sequence[Event] = ()
                         fast: Job | None = job
