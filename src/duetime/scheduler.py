@@ -90,6 +90,7 @@ _SCHEDULER_IDS = itertools.count(1)
 _RUNNING = JobState.RUNNING
 _COMPLETED = JobState.COMPLETED
 _CANCELLED = JobState.CANCELLED
+_SCHEDULED = JobState.SCHEDULED
 _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 _INF = float("inf")
 # Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
@@ -823,6 +824,24 @@ class Scheduler:
         Returns:
             True if the job was live, False if it had already ended or was unknown.
         """
+        if type(job_or_id) is Job and job_or_id._sched is self:
+            job = job_or_id
+            with self._lock:
+                if (
+                    job._state is _SCHEDULED
+                    and job._id is None
+                    and job._x is None
+                    and job._qkey is not None
+                    and not self._listeners
+                    and job not in self._jobs
+                ):
+                    # The common case: a queued anonymous job with nothing on the side, which
+                    # is counted, not indexed. _unqueue and _forget, inlined.
+                    self._queues[_timebase(job._trigger)].cancel(job)
+                    job._due = job._base = None
+                    job._state = _CANCELLED
+                    self._anon_queued -= 1
+                    return True
         if not isinstance(job_or_id, (Job, str)):
             raise TypeError(f"job_or_id must be a Job or a job id (str), got {job_or_id!r}")
         with self._lock:
