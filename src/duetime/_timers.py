@@ -24,12 +24,10 @@ specialisation of the same algorithm:
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from heapq import heapify, heappop, heappush
 from typing import Any
 
-from duetime.core import COMPACT_MIN
+from duetime.core import COMPACT_MIN, LazyHeap
 
 __all__ = ["DUE_SHIFT", "PRIORITY_MAX", "PRIORITY_MIN", "TimerQueue"]
 
@@ -47,35 +45,15 @@ def pack(due: int, priority: int, seq: int) -> int:
     return (due << DUE_SHIFT) + ((priority + _PRIORITY_BIAS) << _PRIORITY_SHIFT) + seq
 
 
-class TimerQueue:
+class TimerQueue(LazyHeap):
     """A min-heap of packed entries with O(1) lazy cancel; keys carry their entry in ``_qkey``.
 
     Not thread-safe: the Scheduler calls it with its lock held.
     """
 
-    __slots__ = ("_compactions", "_counter", "_heap", "_live", "_stale")
+    __slots__ = ()
 
-    def __init__(self, counter: Iterator[int] | None = None) -> None:
-        # Plain attributes, read directly by the Scheduler's hot loops.
-        self._heap: list[int] = []
-        self._live: dict[int, Any] = {}
-        self._counter = counter if counter is not None else itertools.count()
-        self._stale = 0
-        self._compactions = 0
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def __bool__(self) -> bool:
-        return bool(self._live)
-
-    @property
-    def stale(self) -> int:
-        return self._stale
-
-    @property
-    def compactions(self) -> int:
-        return self._compactions
+    _heap: list[int]
 
     def live_keys(self) -> list[Any]:
         """The live key objects, in no particular order."""

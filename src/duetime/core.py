@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Iterator
 from heapq import heapify, heappop, heappush
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["COMPACT_MIN", "EventQueue"]
 
@@ -40,7 +40,39 @@ COMPACT_MIN = 100
 Entry = tuple[float, int, int, K]
 
 
-class EventQueue(Generic[K]):
+class LazyHeap:
+    """The state every lazily-deleting heap here shares: the heap, the live index, the stale
+    count and the compaction count. ``EventQueue`` and the Scheduler's ``TimerQueue`` differ
+    only in what an entry is."""
+
+    __slots__ = ("_compactions", "_counter", "_heap", "_live", "_stale")
+
+    def __init__(self, counter: Iterator[int] | None = None) -> None:
+        self._heap: list[Any] = []
+        self._live: dict[Any, Any] = {}
+        self._counter = counter if counter is not None else itertools.count()
+        self._stale = 0
+        self._compactions = 0
+
+    def __len__(self) -> int:
+        """Number of live keys (stale entries are not counted)."""
+        return len(self._live)
+
+    def __bool__(self) -> bool:
+        return bool(self._live)
+
+    @property
+    def stale(self) -> int:
+        """Number of dead entries still held in the heap, awaiting discard or compaction."""
+        return self._stale
+
+    @property
+    def compactions(self) -> int:
+        """How many times the heap has been rebuilt to shed stale entries."""
+        return self._compactions
+
+
+class EventQueue(LazyHeap, Generic[K]):
     """A min-heap of keys by ``(due, priority, insertion order)`` with lazy O(1) deletion.
 
     ``due`` may be any real number (the Scheduler uses integer nanoseconds, so comparisons are
@@ -61,23 +93,13 @@ class EventQueue(Generic[K]):
         ('a', None)
     """
 
-    __slots__ = ("_compactions", "_counter", "_heap", "_live", "_stale")
+    __slots__ = ()
+
+    _heap: list[Entry[K]]
+    _live: dict[K, Entry[K]]
 
     def __init__(self, *, counter: Iterator[int] | None = None) -> None:
-        self._heap: list[Entry[K]] = []
-        self._live: dict[K, Entry[K]] = {}
-        self._counter = counter if counter is not None else itertools.count()
-        self._stale = 0
-        self._compactions = 0
-
-    # -- inspection -------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        """Number of live keys (stale entries are not counted)."""
-        return len(self._live)
-
-    def __bool__(self) -> bool:
-        return bool(self._live)
+        super().__init__(counter)
 
     def __contains__(self, key: object) -> bool:
         return key in self._live
@@ -87,16 +109,6 @@ class EventQueue(Generic[K]):
             f"<EventQueue live={len(self._live)} stale={self._stale} "
             f"compactions={self._compactions}>"
         )
-
-    @property
-    def stale(self) -> int:
-        """Number of dead entries still held in the heap, awaiting discard or compaction."""
-        return self._stale
-
-    @property
-    def compactions(self) -> int:
-        """How many times the heap has been rebuilt to shed stale entries."""
-        return self._compactions
 
     def due_of(self, key: K) -> float | None:
         """The due time of ``key``'s live entry, or None if the key is not queued."""
