@@ -201,7 +201,7 @@ def test_a_running_anonymous_job_is_live_on_the_stepping_fast_path(scheduler: Sc
     assert job not in scheduler and scheduler.jobs() == [other] and len(scheduler) == 1
 
 
-@pytest.mark.parametrize("action", ["cancel", "read id", "reschedule", "pause"])
+@pytest.mark.parametrize("action", ["cancel", "read id", "read trigger", "reschedule", "pause"])
 def test_fast_path_job_changing_itself_while_running(scheduler: Scheduler, action: str) -> None:
     def body() -> None:
         run = current_run()
@@ -210,6 +210,8 @@ def test_fast_path_job_changing_itself_while_running(scheduler: Scheduler, actio
             run.job.cancel()
         elif action == "read id":
             assert run.job.id in scheduler
+        elif action == "read trigger":
+            assert run.job.trigger == After(1)  # builds the After: no longer a shorthand
         elif action == "reschedule":
             run.job.reschedule(5)
         else:
@@ -220,6 +222,7 @@ def test_fast_path_job_changing_itself_while_running(scheduler: Scheduler, actio
     expected = {
         "cancel": JobState.CANCELLED,
         "read id": JobState.COMPLETED,
+        "read trigger": JobState.COMPLETED,
         "reschedule": JobState.SCHEDULED,
         "pause": JobState.COMPLETED,  # a paused one-shot with nothing left ends
     }[action]
@@ -227,6 +230,22 @@ def test_fast_path_job_changing_itself_while_running(scheduler: Scheduler, actio
     live = expected is JobState.SCHEDULED
     assert (job in scheduler) is live and len(scheduler) == int(live)
     assert scheduler.jobs() == ([job] if live else [])
+
+
+def test_a_job_stepping_time_itself_stays_listed(scheduler: Scheduler) -> None:
+    seen: list[tuple[bool, int]] = []
+
+    def outer() -> None:
+        run = current_run()
+        assert run is not None
+        scheduler.schedule(print, 0)
+        scheduler.run_for(0)  # a nested stepping loop runs the inner job
+        seen.append((run.job in scheduler.jobs(), len(scheduler)))
+
+    scheduler.schedule(outer, 1)
+    assert scheduler.run_for(1) == 1
+    assert seen == [(True, 1)]
+    assert len(scheduler) == 0 and scheduler.jobs() == []
 
 
 def test_run_until_sets_clock_to_each_due_time(scheduler: Scheduler, fake_clock: FakeClock) -> None:

@@ -24,10 +24,11 @@ specialisation of the same algorithm:
 
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush
+from collections.abc import Iterable
+from heapq import heappop, heappush
 from typing import Any
 
-from duetime.core import COMPACT_MIN, LazyHeap
+from duetime.core import LazyHeap
 
 __all__ = ["DUE_SHIFT", "PRIORITY_MAX", "PRIORITY_MIN", "TimerQueue"]
 
@@ -38,11 +39,6 @@ _PRIORITY_BIAS = 1 << 31
 #: The range of a job's priority (a signed 32-bit int, as in Java's executors).
 PRIORITY_MIN = -(1 << 31)
 PRIORITY_MAX = (1 << 31) - 1
-
-
-def pack(due: int, priority: int, seq: int) -> int:
-    """The entry for ``(due, priority, seq)``: one int ordered as that tuple would be."""
-    return (due << DUE_SHIFT) + ((priority + _PRIORITY_BIAS) << _PRIORITY_SHIFT) + seq
 
 
 class TimerQueue(LazyHeap):
@@ -84,13 +80,8 @@ class TimerQueue(LazyHeap):
         self._went_stale()
         return True
 
-    def _went_stale(self) -> None:
-        self._stale += 1
-        if self._stale * 2 > len(self._heap) > COMPACT_MIN:
-            self._heap[:] = self._live
-            heapify(self._heap)
-            self._stale = 0
-            self._compactions += 1
+    def _live_entries(self) -> Iterable[int]:
+        return self._live
 
     def head(self) -> int | None:
         """The next live entry (discarding stale ones on the way), or None."""
@@ -110,10 +101,3 @@ class TimerQueue(LazyHeap):
         key = self._live.pop(entry)
         key._qkey = None
         return key
-
-    def clear(self) -> None:
-        for key in self._live.values():
-            key._qkey = None
-        self._heap.clear()
-        self._live.clear()
-        self._stale = 0

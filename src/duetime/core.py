@@ -25,7 +25,7 @@ tuple is the cheapest liveness test Python has.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from typing import Any, Generic, TypeVar
 
@@ -70,6 +70,27 @@ class LazyHeap:
     def compactions(self) -> int:
         """How many times the heap has been rebuilt to shed stale entries."""
         return self._compactions
+
+    def clear(self) -> None:
+        """Drop every entry, live and stale."""
+        self._heap.clear()
+        self._live.clear()
+        self._stale = 0
+
+    def _went_stale(self) -> None:
+        """Count one more dead entry in the heap; compact when they are over half of it."""
+        self._stale += 1
+        if self._stale * 2 > len(self._heap) > COMPACT_MIN:
+            # The live index holds exactly the live entries, so the rebuilt heap is a C-level
+            # copy plus heapify: O(n) with no per-entry Python work. In place, so the list
+            # object stays the same.
+            self._heap[:] = self._live_entries()
+            heapify(self._heap)
+            self._stale = 0
+            self._compactions += 1
+
+    def _live_entries(self) -> Iterable[Any]:
+        raise NotImplementedError
 
 
 class EventQueue(LazyHeap, Generic[K]):
@@ -132,10 +153,6 @@ class EventQueue(LazyHeap, Generic[K]):
             self._stale -= 1
         return None
 
-    def live_keys(self) -> list[K]:
-        """The live keys, in no particular order. O(n)."""
-        return list(self._live)
-
     def entries(self) -> list[Entry[K]]:
         """All live entries in pop order. O(n log n); meant for listings, not hot paths."""
         return sorted(self._live.values())
@@ -157,17 +174,13 @@ class EventQueue(LazyHeap, Generic[K]):
         heappush(self._heap, entry)
         if old is not entry:
             self._live[key] = entry
-            self._stale += 1
-            if self._stale * 2 > len(self._heap) > COMPACT_MIN:
-                self._compact()
+            self._went_stale()
 
     def cancel(self, key: K) -> bool:
         """Forget ``key`` in O(1) amortized. Returns whether it was live."""
         if self._live.pop(key, None) is None:
             return False
-        self._stale += 1
-        if self._stale * 2 > len(self._heap) > COMPACT_MIN:
-            self._compact()
+        self._went_stale()
         return True
 
     def pop_due(self, now: float) -> K | None:
@@ -203,17 +216,5 @@ class EventQueue(LazyHeap, Generic[K]):
             del self._live[entry[3]]
         return entry
 
-    def clear(self) -> None:
-        """Drop every entry, live and stale."""
-        self._heap.clear()
-        self._live.clear()
-        self._stale = 0
-
-    def _compact(self) -> None:
-        # The live index holds exactly the live entries, so the rebuilt heap is a C-level copy
-        # of its values plus heapify: O(n) with no per-entry Python work. In place, so the list
-        # object stays the same.
-        self._heap[:] = self._live.values()
-        heapify(self._heap)
-        self._stale = 0
-        self._compactions += 1
+    def _live_entries(self) -> Iterable[Entry[K]]:
+        return self._live.values()

@@ -27,12 +27,10 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from heapq import heappop, heappush
+from heapq import heappop
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from duetime._timers import (
-    _PRIORITY_BIAS,
-    _PRIORITY_SHIFT,
     DUE_SHIFT,
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -278,12 +276,6 @@ class Scheduler:
         # (_forget) or its id is read (_name_job). A pending one-shot thus costs no index entry.
         self._jobs: dict[str | Job, Job] = {}
         self._anon_queued = 0
-        # The anonymous job running on run_until's fast path: counted, neither queued nor
-        # indexed (see _run_to).
-        self._stepping: Job | None = None
-        # Set once a wall-clock entry has been queued; until then the stepping loop can skip
-        # the two-queue merge.
-        self._wall_used = False
         self._failed: dict[str, FailedJob] = {}
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
@@ -418,7 +410,7 @@ class Scheduler:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {name!r}")
         if type(priority) is not int or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-            _priority(priority)
+            priority = _priority(priority)
         if (
             retry is None
             and misfire is None
@@ -437,19 +429,12 @@ class Scheduler:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
             if plain and id is None and not paused and self._runner is None:
-                # An anonymous delay with default options (the bulk of a simulation's work):
-                # created and queued here, _add and TimerQueue.push inlined. Such a job is
-                # found through its queue entry, so it needs no index entry (_anon_queued).
+                # An anonymous delay with default options (the bulk of a simulation's work),
+                # queued without _add's general placement. Such a job is found through its
+                # queue entry, so it needs no index entry (_anon_queued).
                 job = Job(self, None, func, trigger, args, kwargs, name, priority, opts)
                 job._base = job._due = first
-                queue = self._queues[MONOTONIC]
-                entry = job._qkey = (
-                    (first << DUE_SHIFT)  # type: ignore[operator]
-                    + ((priority + _PRIORITY_BIAS) << _PRIORITY_SHIFT)
-                    + next(queue._counter)
-                )
-                queue._live[entry] = job
-                heappush(queue._heap, entry)
+                self._queues[MONOTONIC].push(job, first, priority)  # type: ignore[arg-type]
                 self._anon_queued += 1
                 if not self._listeners:
                     return job
@@ -493,18 +478,7 @@ class Scheduler:
             self._jobs[id] = job
         else:
             self._anon_queued += 1
-        if (
-            first is not None
-            and not paused
-            and opts.jitter_ns == 0
-            and self._runner is None
-            and _timebase(trigger) == MONOTONIC
-        ):
-            # A plain monotonic job (the common case), queued without the general path.
-            job._base = job._due = first
-            self._queues[MONOTONIC].push(job, first, priority)
-        else:
-            self._place_first(job, first, paused)
+        self._place_first(job, first, paused)
         if id is None and job._state is JobState.PAUSED:
             # An anonymous job is counted as queued; placed paused, it is loose instead.
             # (Placement may also have ended it at once: _forget then uncounted it.)
@@ -670,10 +644,7 @@ class Scheduler:
 
     def _push_regular(self, job: Job) -> None:
         assert job._due is not None
-        tb = _timebase(job._trigger)
-        if tb == WALL:
-            self._wall_used = True
-        self._push(tb, job, job._due, job.priority)
+        self._push(_timebase(job._trigger), job, job._due, job.priority)
 
     def _queue_side(self, side: _Side, due_mono: int) -> None:
         """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
@@ -971,9 +942,6 @@ class Scheduler:
                 for queue in self._queues:
                     for key in queue.live_keys():
                         found[key if type(key) is Job else key.job] = None
-                stepping = self._stepping  # or running on run_until's fast path
-                if stepping is not None and stepping._state not in _ENDED:
-                    found[stepping] = None
             jobs = list(found)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
@@ -1681,7 +1649,7 @@ class Scheduler:
         # each outcome is recorded under the same lock acquisition that picks the next one.
         count = 0
         lock = self._lock
-        qmono = self._queues[MONOTONIC]
+        qwall, qmono = self._queues
         heap = qmono._heap
         live = qmono._live
         jobs = self._jobs
@@ -1700,41 +1668,32 @@ class Scheduler:
         current_set = _current.set
         current_reset = _current.reset
         done: tuple[_Occ, Any, Exception | None] | None = None  # the previous outcome
-        # The previous job, when it ran on the fast path and succeeded, with its occurrence.
-        ran: Job | None = None
-        ran_occ: Any = None
-        ran_result: Any = None
         tail: Sequence[Event] = ()
         try:
             while True:
                 with lock:
-                    if ran is not None:
-                        # _finish_locked's common case: a success nobody is listening to.
-                        job = ran
-                        ran = None
+                    if done is not None:
+                        job = done[0][0]
                         if (
-                            (job._x is None or job._x.sides is None)
+                            done[2] is None
+                            and (job._x is None or job._x.sides is None)
                             and not self._listeners
                             and not self._blocked
                             and self._runner is None
+                            and type(job._trigger) in _SHORTHAND
                         ):
+                            # _finish_locked's common case: a success nobody is listening to.
                             job._running -= 1
                             self._running_total -= 1
                             job.runs += 1
                             stats.succeeded += 1
-                            self._stepping = None
                             if job._state is _RUNNING and not job._running and job._due is None:
                                 job._state = _COMPLETED
-                                if job._id is None and job not in jobs:
-                                    self._anon_queued -= 1  # _forget, inlined
-                                else:
-                                    self._forget(job)
+                                del jobs[job if job._id is None else job._id]
                             else:
                                 self._settle(job)
                         else:
-                            finish((ran_occ, ran_result, None))
-                    elif done is not None:
-                        finish(done)
+                            finish(done)
                         done = None
                     if fake:
                         wall = clock._wall  # type: ignore[attr-defined]
@@ -1743,7 +1702,7 @@ class Scheduler:
                         wall = time_ns()
                         mono = monotonic_ns()
                     limit = target - wall + mono  # the wall target on the monotonic axis
-                    if self._wall_used:
+                    if qwall._live:
                         head = self._head(wall, mono)
                         if head is None or head[2] > limit:
                             tail = self._take_events()
@@ -1789,12 +1748,12 @@ class Scheduler:
                         and not self._listeners
                         and not self._pending_events
                     ):
-                        # _begin's common case. An anonymous job stays counted in
-                        # _anon_queued while it runs, without an index entry: jobs() finds it
-                        # as _stepping.
+                        # _begin's common case.
                         job = key
                         job._due = None
-                        self._stepping = job
+                        if job._id is None and job not in jobs:
+                            jobs[job] = job  # popped: indexed while it runs (see _loosen)
+                            self._anon_queued -= 1
                         job._running += 1
                         self._running_total += 1
                         job._state = _RUNNING
@@ -1836,16 +1795,9 @@ class Scheduler:
                     raise
                 else:
                     current_reset(token)
-                    if type(job._trigger) in _SHORTHAND:
-                        ran = job
-                        ran_occ = occ
-                        ran_result = result
-                    else:
-                        done = (occ, result, None)
+                    done = (occ, result, None)
                 count += 1
         finally:
-            if ran is not None:  # only when the loop was left by an exception
-                done = (ran_occ, ran_result, None)
             if done is not None:
                 with lock:
                     finish(done)
