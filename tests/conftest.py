@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,21 +55,21 @@ def snapshot(s: Scheduler) -> tuple[Any, ...]:
     )
 
 
-Snapshot = Callable[[Scheduler], tuple[Any, ...]]
-
-
 #: Real seconds a correct threaded test never comes near; only a hang would reach it.
 WAIT = 10.0
 
 
 def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Wait (on an Event, not a sleep) until ``predicate`` holds; fail after ``timeout``."""
-    done = threading.Event()
-    deadline = threading.Timer(timeout, done.set)
-    deadline.start()
-    try:
-        while not predicate():
-            if done.wait(0.001):
-                raise AssertionError("condition not reached")
-    finally:
-        deadline.cancel()
+    """Poll ``predicate`` (yielding 1 ms at a time) until it holds; fail after ``timeout``
+    real seconds, which only a hang reaches."""
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached within {timeout} s: {predicate!r}")
+        pause.wait(0.001)
+
+
+def held(job: Any) -> bool:
+    """Whether a run of ``job`` is held back until its running one ends."""
+    return any(side.hold == 1 for side in job._sides or ())

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -114,9 +115,12 @@ def test_system_clock_wait_returns_when_notified_and_validates_precision() -> No
     with cond:
         t = threading.Thread(target=notifier)
         t.start()
-        c.wait(cond, 30.0)  # returns on the notify, not after 30 s
+        started = time.monotonic()
+        c.wait(cond, 30.0)
+        waited = time.monotonic() - started
     t.join(5)
     assert notified.is_set()
+    assert waited < 5  # it returned on the notify, not after 30 s
     with pytest.raises(InvalidArgument, match="precision must be in"):
         SystemClock(precision=2)
     with pytest.raises(TypeError, match="precision must be a number"):

@@ -208,17 +208,6 @@ QueueMachine.TestCase.settings = settings(max_examples=100, stateful_step_count=
 TestQueueMachine = QueueMachine.TestCase
 
 
-def test_compaction_happens_in_the_machine_workload() -> None:
-    # The stateful test's invariant checks the bound; make sure compaction really fires.
-    q: EventQueue[int] = EventQueue()
-    for i in range(300):
-        q.push(i, i % 40)
-    for i in range(295):
-        q.cancel(i)
-    assert q.compactions >= 1
-    assert sorted(drain(q)) == [295, 296, 297, 298, 299]
-
-
 @pytest.mark.parametrize("n", [1, 2, 150])
 def test_reschedule_many_times_keeps_one_live_entry(n: int) -> None:
     q: EventQueue[str] = EventQueue()

@@ -21,12 +21,13 @@ from duetime import (
     Scheduler,
 )
 
-from .conftest import WAIT, until
+from .conftest import WAIT, held, until
 
 
-def test_pause_resume_does_not_rerun_an_occurrence_that_already_ran() -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_pause_resume_does_not_rerun_an_occurrence_that_already_ran(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     attempts: list[float] = []
 
     def flaky() -> None:
@@ -43,9 +44,10 @@ def test_pause_resume_does_not_rerun_an_occurrence_that_already_ran() -> None:
     assert [f.job for f in s.failed()] == [job]
 
 
-def test_a_one_shot_paused_while_running_ends_when_its_run_ends() -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_a_one_shot_paused_while_running_ends_when_its_run_ends(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     runs: list[float] = []
 
     def job_body() -> None:
@@ -60,9 +62,8 @@ def test_a_one_shot_paused_while_running_ends_when_its_run_ends() -> None:
     assert runs == [5.0]
 
 
-def test_a_one_shot_that_fails_while_paused_is_dead_not_paused() -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_a_one_shot_that_fails_while_paused_is_dead_not_paused(scheduler: Scheduler) -> None:
+    s = scheduler
 
     def fail() -> None:
         job.pause()
@@ -74,9 +75,10 @@ def test_a_one_shot_that_fails_while_paused_is_dead_not_paused() -> None:
     assert s.retry_failed("j") is job  # no ConflictingIdError: the id is free
 
 
-def test_pausing_a_running_fixed_delay_job_holds_its_next_run() -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_pausing_a_running_fixed_delay_job_holds_its_next_run(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     calls: list[float] = []
 
     def tick() -> None:
@@ -163,12 +165,11 @@ def test_blocked_runs_start_in_order_as_slots_free() -> None:
         until(lambda: len(ran) == 5)  # one slot is held by "hog": the rest take turns
         gate.set()
         assert s.wait_idle(WAIT)
-    assert sorted(ran) == [0, 1, 2, 3, 4]
+    assert ran == [0, 1, 2, 3, 4]
 
 
-def test_base_exceptions_propagate_without_leaking_counters() -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_base_exceptions_propagate_without_leaking_counters(scheduler: Scheduler) -> None:
+    s = scheduler
     job = s.schedule(sys.exit, 1, args=(3,))
     with pytest.raises(SystemExit):
         s.run_for(1)
@@ -201,9 +202,10 @@ def test_events_are_delivered_exactly_once_under_concurrency() -> None:
         sys.setswitchinterval(old)
 
 
-def test_shutdown_from_inside_a_job(caplog: pytest.LogCaptureFixture) -> None:
-    clock = FakeClock()
-    s = Scheduler(clock=clock)
+def test_shutdown_from_inside_a_job(
+    scheduler: Scheduler, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    s, clock = scheduler, fake_clock
     stopped = threading.Event()
 
     def stopper() -> None:
@@ -249,7 +251,7 @@ def test_retries_and_triggers_respect_overlap(caplog: pytest.LogCaptureFixture) 
         until(lambda: calls == 1)
         clock.advance(10)
         assert second_started.wait(WAIT)
-        until(lambda: any(side.hold == 1 for side in s.jobs()[0]._sides or ()))
+        until(lambda: held(s.jobs()[0]))
         gate.set()
         until(lambda: calls == 3)
         assert s.wait_idle(WAIT)

@@ -27,7 +27,7 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import WAIT, Recorder, until
+from .conftest import WAIT, Recorder, held, until
 
 T = TypeVar("T")
 
@@ -164,21 +164,27 @@ def test_many_threads_schedule_cancel_reschedule_while_running(clock: FakeClock)
                 s.reschedule(rng.choice(far), 1000 + rng.randint(0, 100))
 
     def ticker(stop: threading.Event) -> None:
-        while not stop.is_set():
+        # Keeps the runner waking while the workers mutate, but never reaches the jobs' due
+        # times (1000 s and later): however slow the workers, no job can start meanwhile.
+        for _ in range(500):
+            if stop.is_set():
+                return
             clock.advance(1)
             stop.wait(0.0005)
 
     stop = threading.Event()
-    tick = threading.Thread(target=ticker, args=(stop,))
+    tick = threading.Thread(target=ticker, args=(stop,), daemon=True)
     tick.start()
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        assert not t.is_alive()
-    stop.set()
-    tick.join(WAIT)
+    try:
+        threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+            assert not t.is_alive()
+    finally:
+        stop.set()
+        tick.join(WAIT)
     clock.advance(2000)
     assert s.wait_idle(120)
     s.shutdown(wait=True)
@@ -330,11 +336,6 @@ def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
         job = s.schedule(_square, 0, args=(7,))
         until(lambda: job.state is JobState.COMPLETED)
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
-
-
-def held(job: Any) -> bool:
-    """Whether a run of ``job`` is held back until its running one ends."""
-    return any(side.hold == 1 for side in job._sides or ())
 
 
 def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorder]:
