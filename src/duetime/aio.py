@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 from typing import Any
 
 from duetime._validate import NS_PER_SECOND
@@ -32,26 +31,22 @@ from duetime.scheduler import Scheduler, _Occ
 
 __all__ = ["AsyncRunner", "AsyncScheduler"]
 
-logger = logging.getLogger("duetime")
-
 
 class AsyncRunner(HeadWatcher):
     """Runs a Scheduler on the current asyncio loop (created by ``Scheduler.run_async``)."""
 
     def __init__(self, scheduler: Scheduler) -> None:
-        self._s = scheduler
+        super().__init__(scheduler)
         self._loop = asyncio.get_running_loop()
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
-        self._stop = False
-        self._sleeping = False
-        self._wake_at: int | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
         self._cancel = False
 
     # -- called from any thread, under the scheduler's lock --------------------------------------
 
-    def _poke(self) -> None:
+    def _wake(self) -> None:
+        # The loop task and idle() callers both look again.
         with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to wake
             self._loop.call_soon_threadsafe(self._set_both)
 
@@ -59,15 +54,11 @@ class AsyncRunner(HeadWatcher):
         self._wakeup.set()
         self._changed.set()
 
-    def _wake(self) -> None:
-        # The loop task and idle() callers both look again.
-        self._poke()
-
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
         """Ask the loop task to stop (it finishes in ``run``)."""
         self._stop = True
         self._cancel = cancel_running
-        self._poke()
+        self._wake()
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Not available from inside the loop: use ``await AsyncScheduler.idle()``."""
@@ -79,8 +70,10 @@ class AsyncRunner(HeadWatcher):
         """Pop, dispatch and sleep until stopped."""
         s = self._s
         clock = s._clock
-        remove = clock.on_move(self._poke) if isinstance(clock, FakeClock) else None
-        s._emit([SchedulerStarted(s._to_datetime(clock.time_ns(), 0))])
+        # A FakeClock wakes the loop when it moves: no real-time timeout.
+        fake = isinstance(clock, FakeClock)
+        remove = clock.on_move(self._wake) if isinstance(clock, FakeClock) else None
+        s._emit([SchedulerStarted(s._now_dt())])
         try:
             while not self._stop:
                 with s._lock:
@@ -93,8 +86,7 @@ class AsyncRunner(HeadWatcher):
                         occ = s._begin(*item, wall, mono)
                     else:
                         timeout_ns = self._plan_sleep(wall, mono)
-                        # A FakeClock wakes the loop when it moves: no real-time timeout.
-                        if timeout_ns is not None and not isinstance(clock, FakeClock):
+                        if timeout_ns is not None and not fake:
                             timeout = timeout_ns / NS_PER_SECOND
                         self._sleeping = True
                         self._wakeup.clear()
@@ -121,7 +113,7 @@ class AsyncRunner(HeadWatcher):
                     task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
-            s._emit([SchedulerStopped(s._to_datetime(clock.time_ns(), 0))])
+            s._emit([SchedulerStopped(s._now_dt())])
 
     def _dispatch(self, occ: _Occ) -> None:
         job = occ[0]

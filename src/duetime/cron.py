@@ -33,7 +33,7 @@ from typing import ClassVar
 
 from croniter import croniter
 
-from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, zone
+from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, integer, zone
 from duetime.errors import InvalidArgument
 from duetime.recurrence import WALL, Env, _skip_by_walking
 
@@ -168,9 +168,7 @@ class Cron:
 
     def first(self, env: Env) -> int | None:
         """The first fire strictly after now (and not before ``start``)."""
-        now_s = env.clock.time_ns() // NS_PER_SECOND
-        if self._start_s is not None and self._start_s - 1 > now_s:
-            now_s = self._start_s - 1
+        now_s = self._not_before_start(env.clock.time_ns() // NS_PER_SECOND)
         return self._bounded(self.next_fire(now_s, self._tz(env)))
 
     def next(self, due: int, env: Env) -> int | None:
@@ -184,7 +182,14 @@ class Cron:
     def _tz(self, env: Env) -> tzinfo:
         return self._zone if self._zone is not None else env.tz
 
+    def _not_before_start(self, t_s: int) -> int:
+        """``t_s``, moved up so that the next fire after it is not before ``start``."""
+        if self._start_s is not None and self._start_s - 1 > t_s:
+            return self._start_s - 1
+        return t_s
+
     def _bounded(self, fire_s: int | None) -> int | None:
+        """A fire time in seconds as nanoseconds, or None past ``end``."""
         if fire_s is None or (self._end_s is not None and fire_s > self._end_s):
             return None
         return fire_s * NS_PER_SECOND
@@ -307,19 +312,15 @@ def fire_times(cron: Cron, after: datetime, count: int, tz: tzinfo | None = None
         tz: Zone for an expression built without one. Default: UTC.
     """
     aware_datetime("after", after)
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise TypeError(f"count must be an int, got {count!r}")
-    if count < 0:
+    if integer("count", count) < 0:
         raise InvalidArgument(f"count must not be negative, got {count!r}")
     zone_ = cron._zone or tz or timezone.utc
     out: list[datetime] = []
-    t = datetime_to_ns(after) // NS_PER_SECOND
-    if cron._start_s is not None and cron._start_s - 1 > t:
-        t = cron._start_s - 1
+    t = cron._not_before_start(datetime_to_ns(after) // NS_PER_SECOND)
     while len(out) < count:
-        nxt = cron.next_fire(t, zone_)
-        if nxt is None or (cron._end_s is not None and nxt > cron._end_s):
+        nxt = cron._bounded(cron.next_fire(t, zone_))
+        if nxt is None:
             break
-        out.append(datetime.fromtimestamp(nxt, zone_))
-        t = nxt
+        t = nxt // NS_PER_SECOND
+        out.append(datetime.fromtimestamp(t, zone_))
     return out

@@ -68,9 +68,14 @@ class HeadWatcher:
     it re-reads the queues before sleeping, so an insert then needs no wake-up).
     """
 
-    _s: Scheduler
-    _sleeping: bool
-    _wake_at: int | None
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._s = scheduler
+        self._stop = False
+        # Monotonic ns of the head the runner sleeps toward; None while it sleeps with nothing
+        # queued. _sleeping is False while it is awake (it re-reads the queues before sleeping,
+        # so inserts made then need no notify).
+        self._wake_at: int | None = None
+        self._sleeping = False
 
     def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before an entry is pushed: wake the runner only if the entry
@@ -110,16 +115,10 @@ class Runner(HeadWatcher):
     """Owns the runner thread and the executors of one started Scheduler."""
 
     def __init__(self, scheduler: Scheduler) -> None:
-        self._s = scheduler
+        super().__init__(scheduler)
         self._thread = threading.Thread(
             target=self._loop, name=f"duetime-runner-{id(scheduler):x}", daemon=True
         )
-        self._stop = False
-        # Monotonic ns of the head the runner sleeps toward; None while it sleeps with nothing
-        # queued. _sleeping is False while it is awake (it re-reads the queues before sleeping,
-        # so inserts made then need no notify).
-        self._wake_at: int | None = None
-        self._sleeping = False
         self._owned: list[cf.Executor] = []
         self._futures: set[cf.Future[Any]] = set()
         spec = scheduler._executor_spec
@@ -148,7 +147,7 @@ class Runner(HeadWatcher):
             _prestart(ex)
         self._thread.start()
         s = self._s
-        s._emit([SchedulerStarted(s._to_datetime(s._clock.time_ns(), 0))])
+        s._emit([SchedulerStarted(s._now_dt())])
 
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
         """Stop the thread; with ``wait``, also wait for dispatched jobs to finish.
@@ -173,7 +172,7 @@ class Runner(HeadWatcher):
                 fut.cancel()
         if wait:
             cf.wait(pending)
-        s._emit([SchedulerStopped(s._to_datetime(s._clock.time_ns(), 0))])
+        s._emit([SchedulerStopped(s._now_dt())])
 
     # -- waking -----------------------------------------------------------------------------------
 
