@@ -92,3 +92,12 @@ def integer(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {value!r}")
     return value
+
+
+def positive_number(name: str, value: Any) -> float | int:
+    """Return ``value`` if it is a positive finite int or float (and not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidArgument(f"{name} must be a positive finite number, got {value!r}")
+    return value

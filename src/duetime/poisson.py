@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 
-from duetime._validate import NS_PER_SECOND, zone
+from duetime._validate import NS_PER_SECOND, positive_number, zone
 from duetime.errors import InvalidArgument
 from duetime.recurrence import MONOTONIC, WALL, Env, _skip_by_walking
 
@@ -215,10 +215,7 @@ class Poisson:
                 f"give exactly one of per_day, rate or mean_interval, got {given or 'none'!r}"
             )
         ((name, value),) = given.items()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-        if not math.isfinite(value) or value <= 0:
-            raise InvalidArgument(f"{name} must be a positive finite number, got {value!r}")
+        positive_number(name, value)
         windows: tuple[Window, ...]
         if self.window is None:
             windows = ()

@@ -9,11 +9,10 @@ burst, each at its own reserved instant, and no job is ever dropped.
 
 from __future__ import annotations
 
-import math
 import threading
 from datetime import timedelta
 
-from duetime._validate import NS_PER_SECOND, duration_ns
+from duetime._validate import NS_PER_SECOND, duration_ns, positive_number
 from duetime.errors import InvalidArgument
 
 __all__ = ["TokenBucket"]
@@ -36,10 +35,7 @@ class TokenBucket:
     __slots__ = ("_burst", "_interval", "_lock", "_tat", "burst", "per", "rate")
 
     def __init__(self, rate: float, per: float | timedelta = 1.0, burst: int | None = None) -> None:
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)):
-            raise TypeError(f"rate must be a number, got {rate!r}")
-        if not math.isfinite(rate) or rate <= 0:
-            raise InvalidArgument(f"rate must be a positive finite number, got {rate!r}")
+        positive_number("rate", rate)
         per_ns = duration_ns("per", per, allow_zero=False)
         if burst is None:
             burst = max(1, int(rate))

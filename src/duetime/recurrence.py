@@ -170,14 +170,9 @@ class After:
         duration_ns("delay", self.delay)
 
     @classmethod
-    def _checked(cls, delay: float | int) -> After:
-        """Build from a delay the caller has already validated.
-
-        The scheduler's ``schedule(fn, 30)`` shorthand uses it: the dataclass ``__init__`` and
-        ``__post_init__`` of a frozen class cost ~0.8 µs, most of a one-shot's schedule budget.
-        Only the delay is kept (not its nanoseconds): a pending one-shot job holds one of these,
-        and a million pending jobs should not carry a million spare integers.
-        """
+    def _checked(cls, delay: float | int | timedelta) -> After:
+        """Build from a delay the caller has already validated (the Scheduler, which names the
+        parameter in its own errors), skipping the second check in ``__post_init__``."""
         obj = object.__new__(cls)
         _setattr(obj, "delay", delay)
         return obj

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, Protocol, runtime_checkable
 
-from duetime._validate import NS_PER_SECOND, duration_ns
+from duetime._validate import NS_PER_SECOND, duration_ns, positive_number
 from duetime.errors import InvalidArgument
 
 __all__ = ["ExponentialBackoff", "FixedBackoff", "NoRetry", "RetryPolicy"]
@@ -137,11 +137,7 @@ class ExponentialBackoff:
 
     def __post_init__(self) -> None:
         for name in ("base", "factor", "cap"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value) or value <= 0:
-                raise InvalidArgument(f"{name} must be a positive finite number, got {value!r}")
+            positive_number(name, getattr(self, name))
         if self.factor < 1:
             raise InvalidArgument(f"factor must be at least 1, got {self.factor!r}")
         if self.cap < self.base:

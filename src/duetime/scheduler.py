@@ -607,10 +607,8 @@ class Scheduler:
             aware_datetime(param, when)
             return At(when)
         if isinstance(when, (int, float, timedelta)) and not isinstance(when, bool):
-            if isinstance(when, float) and not math.isfinite(when):
-                raise InvalidArgument(f"{param} must be a finite number of seconds, got {when!r}")
-            duration_ns(param, when)
-            return After(when)
+            duration_ns(param, when)  # checked once, under the caller's parameter name
+            return After._checked(when)
         if isinstance(when, str):
             from duetime.cron import Cron
 
