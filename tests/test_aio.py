@@ -186,3 +186,26 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
     waiter.shutdown()
     assert s._running_total == 0
     assert len(s) == 0
+
+
+def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> None:
+    # As on the thread runner: a BaseException is not the job's outcome; the run is abandoned
+    # (its bookkeeping undone) and the exception propagates.
+    clock = FakeClock()
+    box: dict[str, Any] = {}
+
+    async def leave() -> None:
+        raise SystemExit(3)
+
+    async def main() -> None:
+        s = AsyncScheduler(clock=clock)
+        box["s"] = s
+        async with s:
+            box["job"] = s.schedule(leave, 0)
+            await s.idle()
+
+    with pytest.raises(SystemExit):
+        asyncio.run(main())
+    s, job = box["s"], box["job"]
+    assert job._running == 0 and s._running_total == 0
+    assert job.state is JobState.FAILED

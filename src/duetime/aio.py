@@ -175,6 +175,10 @@ class AsyncRunner(HeadWatcher):
             raise
         except Exception as exc:
             s._finish_outcome(occ, None, exc)
+        except BaseException:
+            # KeyboardInterrupt, SystemExit: not the job's outcome (as in Scheduler._call).
+            s._abandon(occ, failed=True)
+            raise
         else:
             s._finish_outcome(occ, result, None)
         finally:
