@@ -1,4 +1,4 @@
-"""Issue 2 figures: the core's throughput, cancel cost and memory, beside its peers.
+"""The core's figures: throughput, cancel cost and memory, beside its peers.
 
 1. schedule + run N one-shot jobs, time driven by hand (virtual time), per event:
    duetime (Scheduler on a FakeClock, run_until), a bare heapq push/pop/call loop, the standard

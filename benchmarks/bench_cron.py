@@ -1,4 +1,4 @@
-"""Issue 4 figures: a simulated year of a per-minute cron, next to croniter's own loop.
+"""Cron figures: a simulated year of a per-minute cron, next to croniter's own loop.
 
 duetime runs `*/1 * * * *` (525 600 fires) in Europe/Berlin with run_until on a FakeClock, DST
 policy and all; croniter's get_next loop walks the same range in the same zone. The ratio is

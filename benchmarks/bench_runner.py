@@ -1,4 +1,4 @@
-"""Issue 3 figures: the runner thread on the real clock, beside APScheduler 3.x and sched.
+"""Runner figures: the runner thread on the real clock, beside APScheduler 3.x and sched.
 
 1. lateness (start - due) of on-time jobs: duetime's runner (thread pool and inline) and
    APScheduler's BackgroundScheduler, the same jobs at the same spacing;

@@ -1,4 +1,4 @@
-"""Every public entry point, fed each bad-input class of DESIGN.md §2.
+"""Every public entry point, fed each class of bad input the API promises to reject.
 
 Each case asserts the error type, a message that names the parameter (and usually the value), and
 that the scheduler is exactly as it was: same jobs, same queue sizes, same stats, same clock.

@@ -1,4 +1,4 @@
-"""Cron: the DST policy of DESIGN.md in several zones, crontab semantics, validation."""
+"""Cron: the DST policy of docs/time.md in several zones, crontab semantics, validation."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import duetime
 
-# The public names of DESIGN.md §2: they are part of the contract.
+# The public names the project's design contract promises (docs/api.md documents them).
 DESIGN_NAMES = {
     "Scheduler", "FakeClock", "At", "After", "FixedRate", "FixedDelay", "Cron", "Poisson",
     "Window", "ExponentialBackoff", "FixedBackoff", "NoRetry", "TokenBucket", "Misfire",

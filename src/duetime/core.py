@@ -1,8 +1,9 @@
 """The pure heap core: a priority queue of keys ordered by due time, with O(1) cancel.
 
 ``EventQueue`` knows numbers and keys and nothing else: no clock, no threads, no I/O, no jobs. It
-is public because it is useful on its own (a discrete-event simulation needs exactly this), and
-because everything above it (the Scheduler, ``duetime.compat.sched``) is only as fast as it is.
+is public because it is useful on its own (a discrete-event simulation needs exactly this);
+``duetime.compat.sched`` is built on it, and the Scheduler's private ``TimerQueue``
+(duetime._timers) shares its algorithm and its ``LazyHeap`` base.
 
 Entries are tuples ``(due, priority, seq, key)``. ``seq`` comes from a counter that never repeats,
 so two entries never compare equal on the first three fields and the comparison never reaches the
@@ -96,8 +97,7 @@ class LazyHeap:
 class EventQueue(LazyHeap, Generic[K]):
     """A min-heap of keys by ``(due, priority, insertion order)`` with lazy O(1) deletion.
 
-    ``due`` may be any real number (the Scheduler uses integer nanoseconds, so comparisons are
-    exact). Lower ``priority`` pops first among equal ``due``; equal ``(due, priority)`` pop in
+    ``due`` may be any real number (integers, such as nanoseconds, keep comparisons exact). Lower ``priority`` pops first among equal ``due``; equal ``(due, priority)`` pop in
     insertion (FIFO) order. Pushing a key that is already live reschedules it.
 
     Args:

@@ -4,7 +4,7 @@ croniter does the calendar matching, on *naive local* times only, where it is pl
 arithmetic. Mapping local times to real instants is done here, because that is where schedulers go
 wrong: jobs skipped on spring-forward, run twice or looping on fall-back.
 
-The policy (DESIGN.md, "Calendar semantics"):
+The policy (docs/time.md):
 
 * *Wildcard-timed* expressions (minute or hour field starting with ``*``) fire at every real
   instant whose local wall time matches: both passes of a repeated (fall-back) hour; a skipped
