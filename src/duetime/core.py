@@ -97,8 +97,9 @@ class LazyHeap:
 class EventQueue(LazyHeap, Generic[K]):
     """A min-heap of keys by ``(due, priority, insertion order)`` with lazy O(1) deletion.
 
-    ``due`` may be any real number (integers, such as nanoseconds, keep comparisons exact). Lower ``priority`` pops first among equal ``due``; equal ``(due, priority)`` pop in
-    insertion (FIFO) order. Pushing a key that is already live reschedules it.
+    ``due`` may be any real number (integers, such as nanoseconds, keep comparisons exact).
+    Lower ``priority`` pops first among equal ``due``; equal ``(due, priority)`` pop in insertion
+    (FIFO) order. Pushing a key that is already live reschedules it.
 
     Args:
         counter: Source of sequence numbers. Two queues that share a counter keep FIFO order
