@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from duetime import (
     FixedDelay,
     FixedRate,
     InvalidArgument,
+    Job,
     JobAdded,
     JobCancelled,
     JobFailed,
@@ -27,6 +29,7 @@ from duetime import (
     JobState,
     JobSucceeded,
     Run,
+    ScheduleOptions,
     Scheduler,
     SystemClock,
     current_run,
@@ -60,6 +63,58 @@ def test_shorthand_types(scheduler: Scheduler) -> None:
     assert scheduler.schedule(print, 5.0).trigger == After(5.0)
     assert isinstance(scheduler.schedule(print, timedelta(seconds=1)).trigger, After)
     assert isinstance(scheduler.schedule(print, at(hours=1)).trigger, At)
+
+
+def test_schedule_options_are_the_general_paths_keywords() -> None:
+    # schedule() gathers its keywords (see its fast path) and hands them to _schedule, which
+    # declares them; ScheduleOptions, what type checkers see, must name the same ones.
+    params = inspect.signature(Scheduler._schedule).parameters.values()
+    keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert keywords == ScheduleOptions.__optional_keys__
+    assert not ScheduleOptions.__required_keys__
+
+
+def test_job_handles_come_only_from_schedule() -> None:
+    with pytest.raises(TypeError, match=r"made by Scheduler.schedule\(\)"):
+        Job()
+
+
+@pytest.mark.parametrize("when", [5, 2.5])
+def test_a_plain_delay_and_one_with_default_options_make_the_same_job(
+    scheduler: Scheduler, when: float
+) -> None:
+    def view(job: Job) -> tuple[Any, ...]:
+        return (
+            job.func, job.args, job.kwargs, job.priority, job.state, job.trigger, job.name,
+            job.next_run_time, job.attempt, job.runs, job.failures, job.last_error,
+        )  # fmt: skip
+
+    plain = scheduler.schedule(print, when)  # the inlined path
+    general = scheduler.schedule(print, when, args=(), kwargs={}, priority=0, paused=False)
+    assert view(plain) == view(general)
+    assert scheduler.jobs() == [plain, general] and len(scheduler) == 2
+    assert scheduler.run_for(when) == 2
+    assert view(plain) == view(general) and plain.state is JobState.COMPLETED
+
+
+def test_a_listener_subscribed_by_a_running_job_hears_its_outcome(
+    scheduler: Scheduler,
+) -> None:
+    # The stepping loop settles a plain success without events only while nobody listens;
+    # it decides when it settles, after the job returned.
+    heard = Recorder()
+
+    def subscribes() -> str:
+        scheduler.subscribe(heard)
+        return "done"
+
+    job = scheduler.schedule(subscribes, 1)
+    scheduler.schedule(print, 2)
+    assert scheduler.run_for(2) == 2
+    succeeded = heard.of(JobSucceeded)
+    assert [e.job_id for e in succeeded] == [job.id, succeeded[1].job_id]
+    assert succeeded[0].result == "done"
+    assert job.state is JobState.COMPLETED and job not in scheduler
 
 
 def test_default_ids_are_short_unique_and_listed(scheduler: Scheduler) -> None:

@@ -123,6 +123,17 @@ class TimerMachine(RuleBasedStateMachine):
             self.push(0, i % 30, 0)
         assert self.q.compactions > before
 
+    @rule(dues=st.lists(st.integers(-5, 40), min_size=5, max_size=12))
+    def bulk(self, dues: list[int]) -> None:
+        # Many pushes before a read: absorbed as a sorted run, where single pushes made
+        # while a run is big go to the heap; pops must merge the two.
+        for k, due in enumerate(dues):
+            self.push(k, due, 0)
+
+    @invariant()
+    def every_held_entry_is_live_or_counted_stale(self) -> None:
+        assert self.q.held() == len(self.q) + self.q.stale
+
     @invariant()
     def same_contents(self) -> None:
         assert len(self.q) == len(self.model)
@@ -142,3 +153,62 @@ def test_extreme_priorities_keep_due_order(priority: int) -> None:
     q.push(a, 2, PRIORITY_MIN)
     q.push(b, 1, priority)
     assert pop_all(q) == [b, a]
+
+
+def test_a_trickle_after_a_bulk_goes_to_the_heap_and_pops_merge_both() -> None:
+    q = TimerQueue()
+    bulk = [Key(i) for i in range(40)]
+    for i, k in enumerate(bulk):
+        q.push(k, 10 * i, 0)
+    assert q.head() is not None  # the read sorts the bulk into the run
+    assert len(q._run) == 40 and not q._heap and not q._new
+    early, late = Key(100), Key(101)
+    q.push(late, 395, 0)
+    q.push(early, 5, 0)
+    assert q.head() is not None
+    assert len(q._heap) == 2 and len(q._run) == 40  # too few to re-sort the run for
+    assert pop_all(q) == [bulk[0], early, *bulk[1:40], late]
+
+
+def test_a_big_enough_batch_is_merged_into_the_run() -> None:
+    q = TimerQueue()
+    first = [Key(i) for i in range(20)]
+    for i, k in enumerate(first):
+        q.push(k, 2 * i, 0)
+    q.head()
+    second = [Key(100 + i) for i in range(10)]  # 10 * 4 >= 20: merged, not heaped
+    for i, k in enumerate(second):
+        q.push(k, 2 * i + 1, 0)
+    q.head()
+    assert len(q._run) == 30 and not q._heap
+    interleaved = [k for i in range(10) for k in (first[i], second[i])]
+    assert pop_all(q) == interleaved + first[10:]
+
+
+def test_compaction_hands_live_entries_to_the_next_read() -> None:
+    q = TimerQueue()
+    keys = [Key(i) for i in range(400)]
+    for i, k in enumerate(keys):
+        q.push(k, 400 - i, 0)
+    q.head()
+    for k in keys[:300]:
+        q.cancel(k)
+    assert q.compactions == 1
+    assert q.held() == len(q) + q.stale and len(q._new) <= 400 - 201
+    assert pop_all(q) == keys[300:][::-1]
+
+
+def test_the_scheduler_queues_what_push_would_queue() -> None:
+    # Scheduler.schedule inlines TimerQueue.push for a plain delay at priority 0; the
+    # general path calls push. Both must make the same entry, apart from the sequence number.
+    from duetime import FakeClock, Scheduler
+
+    s = Scheduler(clock=FakeClock())
+    fast = s.schedule(print, 1.5)
+    general = s.schedule(print, 1.5, priority=0, args=())
+    assert fast._qkey is not None and general._qkey is not None
+    assert general._qkey - fast._qkey == 1
+    q = TimerQueue()
+    key = Key(0)
+    q.push(key, 1_500_000_000, 0)
+    assert key._qkey is not None and key._qkey >> 48 == fast._qkey >> 48

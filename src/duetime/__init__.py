@@ -41,7 +41,7 @@ from duetime.poisson import Poisson, Window
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import After, At, FixedDelay, FixedRate, Recurrence
 from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
-from duetime.scheduler import FailedJob, Scheduler
+from duetime.scheduler import FailedJob, ScheduleOptions, Scheduler
 from duetime.stats import Lateness, Stats
 
 __version__ = "0.1.0"
@@ -91,6 +91,7 @@ __all__ = [
     "Recurrence",
     "RetryPolicy",
     "Run",
+    "ScheduleOptions",
     "Scheduler",
     "SchedulerShutdownError",
     "SchedulerStarted",

@@ -82,13 +82,16 @@ class LazyHeap:
         """Count one more dead entry in the heap; compact when they are over half of it."""
         self._stale += 1
         if self._stale * 2 > len(self._heap) > COMPACT_MIN:
-            # The live index holds exactly the live entries, so the rebuilt heap is a C-level
-            # copy plus heapify: O(n) with no per-entry Python work. In place, so the list
-            # object stays the same.
-            self._heap[:] = self._live_entries()
-            heapify(self._heap)
-            self._stale = 0
-            self._compactions += 1
+            self._compact()
+
+    def _compact(self) -> None:
+        # The live index holds exactly the live entries, so the rebuilt heap is a C-level
+        # copy plus heapify: O(n) with no per-entry Python work. In place, so the list
+        # object stays the same.
+        self._heap[:] = self._live_entries()
+        heapify(self._heap)
+        self._stale = 0
+        self._compactions += 1
 
     def _live_entries(self) -> Iterable[Any]:
         raise NotImplementedError

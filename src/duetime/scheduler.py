@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from heapq import heappop
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime._timers import (
     DUE_SHIFT,
     PRIORITY_MAX,
     PRIORITY_MIN,
+    PRIORITY_ZERO_BITS,
     TimerQueue,
 )
 from duetime._validate import (
@@ -69,20 +70,57 @@ from duetime.events import (
     Listener,
     dispatch,
 )
-from duetime.job import DEFAULT_OPTIONS, Job, JobOptions, JobState, Misfire, Overlap, Run, _current
+from duetime.job import (
+    DEFAULT_OPTIONS,
+    Job,
+    JobOptions,
+    JobState,
+    Misfire,
+    Overlap,
+    Run,
+    _current,
+    new_job,
+)
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import MONOTONIC, SKIP_COUNT_LIMIT, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.stats import Stats, StatsRecorder
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from duetime.runner import RunnerLike
 
-__all__ = ["FailedJob", "Scheduler"]
+__all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
 
 logger = logging.getLogger("duetime")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ScheduleOptions(TypedDict, total=False):
+    """The keyword options of ``Scheduler.schedule`` (see there), for type checkers.
+
+    A wrapper can pass them through with ``**options: Unpack[ScheduleOptions]``.
+    """
+
+    args: tuple[Any, ...] | list[Any]
+    kwargs: dict[str, Any] | None
+    id: str | None
+    name: str | None
+    priority: int
+    retry: RetryPolicy | None
+    misfire: Misfire | None
+    grace: float | int | timedelta | None
+    overlap: Overlap | None
+    jitter: float | int | timedelta | None
+    limiter: TokenBucket | None
+    executor: str | None
+    replace: bool
+    paused: bool
+
+
+_OPTION_NAMES = ScheduleOptions.__optional_keys__
 
 _SCHEDULER_IDS = itertools.count(1)
 _RUNNING = JobState.RUNNING
@@ -318,6 +356,89 @@ class Scheduler:
     # -- scheduling -----------------------------------------------------------------------------
 
     def schedule(
+        self, func: Callable[..., Any], when: Any, /, **options: Unpack[ScheduleOptions]
+    ) -> Job:
+        """Schedule ``func(*args, **kwargs)`` to run ``when``.
+
+        Args:
+            func: Any callable (a coroutine function under ``AsyncScheduler``).
+            when: A ``Recurrence`` (``At``, ``After``, ``FixedRate``, ``FixedDelay``, ``Cron``,
+                ``Poisson``), an aware datetime (= ``At``), a number of seconds or a timedelta
+                (= ``After``), or a cron string (= ``Cron`` in the scheduler's zone).
+            **options: Any of these keywords:
+
+                - ``args``: positional arguments for ``func`` (a tuple or list).
+                - ``kwargs``: keyword arguments for ``func`` (a dict).
+                - ``id``: unique key (str); default a short generated one.
+                - ``name``: display name; default ``func.__qualname__``.
+                - ``priority``: lower runs first among occurrences due at the same instant;
+                  a signed 32-bit int (-2**31 to 2**31 - 1). Default 0.
+                - ``retry``: ``RetryPolicy`` for failed attempts; default the scheduler's.
+                - ``misfire``: ``Misfire`` policy for late occurrences of a recurring job.
+                - ``grace``: seconds (or a timedelta) an occurrence may start late before it
+                  counts as misfired.
+                - ``overlap``: ``Overlap`` policy for a recurring job whose previous run is
+                  still going.
+                - ``jitter``: delay each occurrence by ``uniform(0, jitter)`` seconds (never
+                  accumulating).
+                - ``limiter``: a ``TokenBucket`` the job's starts must take a token from.
+                - ``executor``: name of an executor given to ``Scheduler(executors=...)``.
+                - ``replace``: if a job with ``id`` is live, give it these parameters (a
+                  reschedule) instead of raising ``ConflictingIdError``. Default False.
+                - ``paused``: add the job paused; ``resume()`` queues it. Default False.
+
+        Returns:
+            The ``Job`` handle.
+
+        Raises:
+            TypeError: ``func`` is not callable, a keyword is unknown or an argument has the
+                wrong type.
+            InvalidArgument: An argument has a bad value (the message names it).
+            ConflictingIdError: ``id`` is live and ``replace`` is False.
+            SchedulerShutdownError: The scheduler has been shut down.
+        """
+        # The keywords are gathered rather than declared because a call that passes none, the
+        # bulk of a simulation's scheduling, then skips binding fifteen defaults and checking
+        # each: an anonymous one-shot delay is created and queued right here. Anything else
+        # goes through _schedule, which validates every option by name.
+        if options or not callable(func):
+            for keyword in options:
+                if keyword not in _OPTION_NAMES:
+                    raise TypeError(f"schedule() got an unexpected keyword argument {keyword!r}")
+            return self._schedule(func, when, **options)
+        cls = type(when)
+        clock = self._clock
+        if cls is float and 0 <= when < _INF:  # also False for NaN
+            first = round(when * NS_PER_SECOND) + (
+                clock._mono if self._fake else clock.monotonic_ns()  # type: ignore[attr-defined]
+            )
+        elif cls is int and when >= 0:
+            first = when * NS_PER_SECOND + (
+                clock._mono if self._fake else clock.monotonic_ns()  # type: ignore[attr-defined]
+            )
+        else:
+            return self._schedule(func, when)
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._shutdown or self._runner is not None or self._listeners:
+                return self._schedule(func, when)
+            # Such a job is found through its queue entry, so it needs no index entry
+            # (_anon_queued counts it).
+            job = new_job(self, func, when)
+            job._base = job._due = first
+            # TimerQueue.push for a key not yet queued, at priority 0, inlined: the call was
+            # ~4% of an event (tests/test_timers.py checks both make the same entry).
+            q = self._queues[MONOTONIC]
+            job._qkey = entry = (first << DUE_SHIFT) + PRIORITY_ZERO_BITS + next(q._counter)
+            q._live[entry] = job
+            q._new.append(entry)
+            self._anon_queued += 1
+        finally:
+            lock.release()
+        return job
+
+    def _schedule(
         self,
         func: Callable[..., Any],
         when: Any,
@@ -338,40 +459,7 @@ class Scheduler:
         replace: bool = False,
         paused: bool = False,
     ) -> Job:
-        """Schedule ``func(*args, **kwargs)`` to run ``when``.
-
-        Args:
-            func: Any callable (a coroutine function under ``AsyncScheduler``).
-            when: A ``Recurrence`` (``At``, ``After``, ``FixedRate``, ``FixedDelay``, ``Cron``,
-                ``Poisson``), an aware datetime (= ``At``), a number of seconds or a timedelta
-                (= ``After``), or a cron string (= ``Cron`` in the scheduler's zone).
-            args: Positional arguments for ``func``.
-            kwargs: Keyword arguments for ``func``.
-            id: Unique key; default a short generated one.
-            name: Display name; default ``func.__qualname__``.
-            priority: Lower runs first among occurrences due at the same instant; a signed
-                32-bit int (-2**31 to 2**31 - 1).
-            retry: ``RetryPolicy`` for failed attempts; default the scheduler's.
-            misfire: ``Misfire`` policy for late occurrences of a recurring job.
-            grace: Seconds an occurrence may start late before it counts as misfired.
-            overlap: ``Overlap`` policy for a recurring job whose previous run is still going.
-            jitter: Delay each occurrence by ``uniform(0, jitter)`` seconds (never
-                accumulating).
-            limiter: A ``TokenBucket`` the job's starts must take a token from.
-            executor: Name of an executor given to ``Scheduler(executors=...)``.
-            replace: If a job with ``id`` is live, give it these parameters (a reschedule)
-                instead of raising ``ConflictingIdError``.
-            paused: Add the job paused; ``resume()`` queues it.
-
-        Returns:
-            The ``Job`` handle.
-
-        Raises:
-            TypeError: ``func`` is not callable or an argument has the wrong type.
-            InvalidArgument: An argument has a bad value (the message names it).
-            ConflictingIdError: ``id`` is live and ``replace`` is False.
-            SchedulerShutdownError: The scheduler has been shut down.
-        """
+        """``schedule`` with its options bound: the general path, which validates each."""
         # Everything is checked and computed before the lock is taken and anything changes:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
@@ -432,7 +520,7 @@ class Scheduler:
                 # An anonymous delay with default options (the bulk of a simulation's work),
                 # queued without _add's general placement. Such a job is found through its
                 # queue entry, so it needs no index entry (_anon_queued).
-                job = Job(self, None, func, trigger, args, kwargs, name, priority, opts)
+                job = self._new_job(func, trigger, args, kwargs, name, priority, opts)
                 job._base = job._due = first
                 self._queues[MONOTONIC].push(job, first, priority)  # type: ignore[arg-type]
                 self._anon_queued += 1
@@ -473,8 +561,9 @@ class Scheduler:
         paused: bool,
     ) -> Job:
         """Create, index and queue a new job (lock held)."""
-        job = Job(self, id, func, trigger, args, kwargs, name, priority, opts)
+        job = self._new_job(func, trigger, args, kwargs, name, priority, opts)
         if id is not None:
+            job._id = id
             self._jobs[id] = job
         else:
             self._anon_queued += 1
@@ -483,6 +572,26 @@ class Scheduler:
             # An anonymous job is counted as queued; placed paused, it is loose instead.
             # (Placement may also have ended it at once: _forget then uncounted it.)
             self._loosen(job)
+        return job
+
+    def _new_job(
+        self,
+        func: Callable[..., Any],
+        trigger: Recurrence | float | int | datetime,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        priority: int,
+        opts: JobOptions,
+    ) -> Job:
+        """A new, anonymous job with these parameters, not yet queued."""
+        job = new_job(self, func, trigger)
+        job.args = args
+        job.kwargs = kwargs
+        job.priority = priority
+        if name is not None:
+            job._extras().name = name
+        job._opts = opts
         return job
 
     def _replace(
@@ -529,7 +638,7 @@ class Scheduler:
             return None
         return JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
 
-    def scheduled(self, when: Any, /, **options: Any) -> Callable[[F], F]:
+    def scheduled(self, when: Any, /, **options: Unpack[ScheduleOptions]) -> Callable[[F], F]:
         """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))``.
 
         The function is scheduled at decoration time and returned unchanged.
@@ -795,7 +904,9 @@ class Scheduler:
         """
         if type(job_or_id) is Job and job_or_id._sched is self:
             job = job_or_id
-            with self._lock:
+            lock = self._lock
+            lock.acquire()  # (cheaper than a with statement: see _run_to)
+            try:
                 if (
                     job._state is _SCHEDULED
                     and job._id is None
@@ -811,6 +922,8 @@ class Scheduler:
                     job._state = _CANCELLED
                     self._anon_queued -= 1
                     return True
+            finally:
+                lock.release()
         if not isinstance(job_or_id, (Job, str)):
             raise TypeError(f"job_or_id must be a Job or a job id (str), got {job_or_id!r}")
         with self._lock:
@@ -1540,6 +1653,10 @@ class Scheduler:
 
     def _steppable(self, method: str) -> SteppableClock:
         clock = self._clock
+        if self._fake:
+            # A FakeClock is steppable; the protocol check below costs ~500 bytecodes, which
+            # a simulation stepping one event at a time would pay on every call.
+            return clock  # type: ignore[return-value]
         if not isinstance(clock, SteppableClock):
             raise TypeError(
                 f"{method}() needs a steppable clock such as FakeClock; this scheduler's clock "
@@ -1647,8 +1764,13 @@ class Scheduler:
         # each outcome is recorded under the same lock acquisition that picks the next one.
         count = 0
         lock = self._lock
+        # Bound methods in a try/finally cost half of a with statement on CPython 3.11, which
+        # looks up __enter__ and __exit__ on every entry.
+        acquire = lock.acquire
+        release = lock.release
         qwall, qmono = self._queues
         heap = qmono._heap
+        run = qmono._run
         live = qmono._live
         jobs = self._jobs
         stats = self._stats
@@ -1665,16 +1787,24 @@ class Scheduler:
         fake = self._fake
         current_set = _current.set
         current_reset = _current.reset
-        done: tuple[_Occ, Any, Exception | None] | None = None  # the previous outcome
+        # The previous occurrence's outcome, settled under the next lock acquisition: ok is
+        # the job of a fast-path success (its occ and result still in those variables),
+        # done any other outcome.
+        ok: Job | None = None
+        occ: _Occ | None = None
+        result: Any = None
+        done: tuple[_Occ, Any, Exception | None] | None = None
+        unbounded = self._max_concurrent is None  # fixed at construction
         tail: Sequence[Event] = ()
         try:
             while True:
-                with lock:
-                    if done is not None:
-                        job = done[0][0]
+                acquire()
+                try:
+                    if ok is not None:
+                        job = ok
+                        ok = None
                         if (
-                            done[2] is None
-                            and (job._x is None or job._x.sides is None)
+                            (job._x is None or job._x.sides is None)
                             and not self._listeners
                             and not self._blocked
                             and self._runner is None
@@ -1691,7 +1821,9 @@ class Scheduler:
                             else:
                                 self._settle(job)
                         else:
-                            finish(done)
+                            finish((occ, result, None))  # type: ignore[arg-type]
+                    elif done is not None:
+                        finish(done)
                         done = None
                     if fake:
                         wall = clock._wall  # type: ignore[attr-defined]
@@ -1709,19 +1841,29 @@ class Scheduler:
                         key = self._queues[tb].pop_entry(entry)
                     else:
                         # TimerQueue.head + pop_entry on the monotonic queue.
-                        while heap:
-                            entry = heap[0]
-                            if entry >> DUE_SHIFT > limit:
+                        if qmono._new:
+                            qmono.absorb()
+                        while True:
+                            if run and not (heap and heap[0] < run[-1]):
+                                entry = run[-1]
+                                if entry >> DUE_SHIFT > limit:
+                                    key = None
+                                    break
+                                run.pop()
+                            elif heap:
+                                entry = heap[0]
+                                if entry >> DUE_SHIFT > limit:
+                                    key = None
+                                    break
+                                heappop(heap)
+                            else:
                                 key = None
                                 break
-                            heappop(heap)
                             key = live.pop(entry, None)
                             if key is not None:
                                 key._qkey = None
                                 break
                             qmono._stale -= 1
-                        else:
-                            key = None
                         if key is None:
                             tail = self._take_events()
                             break
@@ -1742,7 +1884,7 @@ class Scheduler:
                         type(key) is Job
                         and (key._x is None or key._x.opts is DEFAULT_OPTIONS)
                         and type(key._trigger) in _SHORTHAND
-                        and self._max_concurrent is None
+                        and unbounded
                         and not self._listeners
                         and not self._pending_events
                     ):
@@ -1759,13 +1901,15 @@ class Scheduler:
                             job._x.attempt = 1
                         if due < mono:  # not when the clock was just moved to it
                             stats.record_late(mono - due)  # both on the monotonic axis
-                        occ: _Occ | None = (job, job._base, tb, 1, mono, None)  # type: ignore[assignment]
+                        occ = (job, job._base, tb, 1, mono, None)  # type: ignore[assignment]
                         events: Sequence[Event] = ()
                         fast: Job | None = job
                     else:
                         occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
                         events = self._take_events() if self._pending_events else ()
                         fast = None
+                finally:
+                    release()
                 if events:
                     self._emit(events)
                 if occ is None:
@@ -1793,9 +1937,11 @@ class Scheduler:
                     raise
                 else:
                     current_reset(token)
-                    done = (occ, result, None)
+                    ok = job
                 count += 1
         finally:
+            if ok is not None:
+                done = (occ, result, None)  # type: ignore[assignment]
             if done is not None:
                 with lock:
                     finish(done)
