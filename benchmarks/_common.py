@@ -30,6 +30,24 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def median_times(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Median wall seconds of each ``fn()``, the peers interleaved round by round.
+
+    Each round runs every peer once, starting with a different one each time, so a slow
+    spell of a shared machine (another tenant, a frequency change) falls on all peers alike
+    instead of on whichever happened to be measured then.
+    """
+    names = list(fns)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            gc.collect()
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def table(title: str, unit: str, rows: Sequence[tuple[str, float | None]], ref: str) -> None:
     """Print rows of (name, value) with the ratio of each value to the row named ``ref``."""
     base = dict(rows)[ref]

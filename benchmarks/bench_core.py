@@ -19,7 +19,7 @@ import sched
 import tracemalloc
 from datetime import datetime, timedelta, timezone
 
-from _common import median_time, parse, table
+from _common import median_times, parse, table
 
 from duetime import EventQueue, FakeClock, Scheduler
 
@@ -75,14 +75,20 @@ def throughput(n: int, repeat: int) -> None:
             env.timeout(d).callbacks.append(lambda _event: noop())
         env.run()
 
-    rows: list[tuple[str, float | None]] = [
-        ("duetime Scheduler.run_until", median_time(duetime_run, repeat) / n * 1e6),
-        ("bare heapq push/pop/call", median_time(heapq_run, repeat) / n * 1e6),
-        ("stdlib sched (virtual clock)", median_time(sched_run, repeat) / n * 1e6),
-    ]
+    peers = {
+        "duetime Scheduler.run_until": duetime_run,
+        "bare heapq push/pop/call": heapq_run,
+        "stdlib sched (virtual clock)": sched_run,
+    }
     try:
-        rows.append(("SimPy Environment", median_time(simpy_run, repeat) / n * 1e6))
+        import simpy  # noqa: F401
+
+        peers["SimPy Environment"] = simpy_run
     except ImportError:
+        pass
+    medians = median_times(peers, repeat)
+    rows: list[tuple[str, float | None]] = [(name, t / n * 1e6) for name, t in medians.items()]
+    if "SimPy Environment" not in medians:
         rows.append(("SimPy Environment", None))
     table(
         f"schedule + run {n:,} one-shot jobs, virtual time",
