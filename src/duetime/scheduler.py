@@ -517,9 +517,10 @@ class Scheduler:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
             if plain and id is None and not paused and self._runner is None:
-                # An anonymous delay with default options (the bulk of a simulation's work),
-                # queued without _add's general placement. Such a job is found through its
-                # queue entry, so it needs no index entry (_anon_queued).
+                # An anonymous delay with default options but arguments, a name or a priority
+                # (schedule() queues the keyword-less ones itself), queued without _add's
+                # general placement. Such a job is found through its queue entry, so it needs
+                # no index entry (_anon_queued).
                 job = self._new_job(func, trigger, args, kwargs, name, priority, opts)
                 job._base = job._due = first
                 self._queues[MONOTONIC].push(job, first, priority)  # type: ignore[arg-type]
