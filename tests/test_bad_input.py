@@ -81,7 +81,7 @@ SCHEDULER_CASES: list[Case] = [
     ("NaN jitter", lambda s: s.schedule(print, 1, jitter=NAN), InvalidArgument, "jitter must be a finite"),
     ("limiter type", lambda s: s.schedule(print, 1, limiter=10), TypeError, "limiter must be a TokenBucket"),  # type: ignore[arg-type]
     ("unknown executor", lambda s: s.schedule(print, 1, executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
-    ("unknown keyword", lambda s: s.schedule(print, 1, args=(), priorty=1), TypeError, r"schedule\(\) got an unexpected keyword argument 'priorty'"),  # type: ignore[call-arg]
+    ("unknown keyword", lambda s: s.schedule(print, 1, args=(), priorty=1), TypeError, r"Scheduler.schedule\(\) got an unexpected keyword argument 'priorty'"),  # type: ignore[call-arg]
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable, got None"),  # type: ignore[arg-type]
     # management
     ("cancel type", lambda s: s.cancel(42), TypeError, "job_or_id must be a Job or a job id"),  # type: ignore[arg-type]

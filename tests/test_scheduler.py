@@ -3,6 +3,8 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import sys
+import typing
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,6 +74,25 @@ def test_schedule_options_are_the_general_paths_keywords() -> None:
     keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert keywords == ScheduleOptions.__optional_keys__
     assert not ScheduleOptions.__required_keys__
+
+
+def test_schedule_annotations_resolve_at_runtime() -> None:
+    # Tools that read annotations at runtime (typeguard, sphinx-autodoc-typehints) resolve them.
+    pytest.importorskip("typing_extensions" if sys.version_info < (3, 11) else "typing")
+    hints = typing.get_type_hints(Scheduler.schedule)
+    assert hints["return"] is Job and "options" in hints
+
+
+@pytest.mark.parametrize("options", [{}, {"name": "n"}])
+def test_listeners_never_run_with_the_lock_held(
+    scheduler: Scheduler, options: dict[str, Any]
+) -> None:
+    # A keyword-less schedule() falls back to the general path when someone listens; the
+    # listener must still run after the lock is released, as on every other path.
+    held: list[bool] = []
+    scheduler.subscribe(lambda event: held.append(scheduler._lock._is_owned()))  # type: ignore[attr-defined]
+    scheduler.schedule(print, 5, **options)
+    assert held == [False]
 
 
 def test_job_handles_come_only_from_schedule() -> None:

@@ -76,7 +76,7 @@ def test_cancel_is_o1_lazy_and_compacts_past_half() -> None:
     for k in keys[1:295]:
         q.cancel(k)
     assert q.compactions >= 1
-    assert q.stale * 2 <= len(q._heap) or len(q._heap) <= COMPACT_MIN
+    assert q.stale * 2 <= q.held() or q.held() <= COMPACT_MIN
     assert pop_all(q) == keys[295:]
 
 
@@ -212,3 +212,14 @@ def test_the_scheduler_queues_what_push_would_queue() -> None:
     key = Key(0)
     q.push(key, 1_500_000_000, 0)
     assert key._qkey is not None and key._qkey >> 48 == fast._qkey >> 48
+
+
+def test_queues_of_at_most_compact_min_entries_are_never_compacted() -> None:
+    q = TimerQueue()
+    keys = [Key(i) for i in range(COMPACT_MIN)]
+    for i, k in enumerate(keys):
+        q.push(k, i, 0)
+    for k in keys[:-1]:
+        q.cancel(k)
+    assert q.compactions == 0 and q.stale == COMPACT_MIN - 1
+    assert pop_all(q) == keys[-1:] and q.stale == 0

@@ -114,8 +114,10 @@ class TimerQueue(LazyHeap):
     def _went_stale(self) -> None:
         self._stale += 1
         stale2 = self._stale * 2
-        if stale2 > COMPACT_MIN and stale2 > len(self._heap) + len(self._run) + len(self._new):
-            self._compact()
+        if stale2 > COMPACT_MIN:  # (a cheap test first: held() needs three len calls)
+            held = len(self._heap) + len(self._run) + len(self._new)
+            if stale2 > held > COMPACT_MIN:
+                self._compact()
 
     def _compact(self) -> None:
         # The live index's keys are exactly the live entries: a C-level copy into _new, to be

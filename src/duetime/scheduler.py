@@ -17,11 +17,13 @@ which is the seam a durable store will journal.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import math
 import os
 import random
+import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -86,9 +88,15 @@ from duetime.recurrence import MONOTONIC, SKIP_COUNT_LIMIT, WALL, After, At, Env
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.stats import Stats, StatsRecorder
 
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover
+    # So that typing.get_type_hints() resolves schedule()'s annotations on 3.10 too, where
+    # typing_extensions is not a dependency: only type checkers need it there.
+    with contextlib.suppress(ImportError):
+        from typing_extensions import Unpack
 
+if TYPE_CHECKING:
     from duetime.runner import RunnerLike
 
 __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
@@ -404,7 +412,9 @@ class Scheduler:
         if options or not callable(func):
             for keyword in options:
                 if keyword not in _OPTION_NAMES:
-                    raise TypeError(f"schedule() got an unexpected keyword argument {keyword!r}")
+                    raise TypeError(
+                        f"Scheduler.schedule() got an unexpected keyword argument {keyword!r}"
+                    )
             return self._schedule(func, when, **options)
         cls = type(when)
         clock = self._clock
@@ -422,21 +432,26 @@ class Scheduler:
         lock.acquire()
         try:
             if self._shutdown or self._runner is not None or self._listeners:
-                return self._schedule(func, when)
-            # Such a job is found through its queue entry, so it needs no index entry
-            # (_anon_queued counts it).
-            job = new_job(self, func, when)
-            job._base = job._due = first
-            # TimerQueue.push for a key not yet queued, at priority 0, inlined: the call was
-            # ~4% of an event (tests/test_timers.py checks both make the same entry).
-            q = self._queues[MONOTONIC]
-            job._qkey = entry = (first << DUE_SHIFT) + PRIORITY_ZERO_BITS + next(q._counter)
-            q._live[entry] = job
-            q._new.append(entry)
-            self._anon_queued += 1
+                plain = False  # handed to _schedule below, once the lock is released:
+                # its listeners must not run with the lock held.
+            else:
+                plain = True
+                # Such a job is found through its queue entry, so it needs no index entry
+                # (_anon_queued counts it).
+                job = new_job(self, func, when)
+                job._base = job._due = first
+                # TimerQueue.push for a key not yet queued, at priority 0, inlined: the call
+                # was ~4% of an event (tests/test_timers.py checks both make the same entry).
+                q = self._queues[MONOTONIC]
+                job._qkey = entry = (first << DUE_SHIFT) + PRIORITY_ZERO_BITS + next(q._counter)
+                q._live[entry] = job
+                q._new.append(entry)
+                self._anon_queued += 1
         finally:
             lock.release()
-        return job
+        if plain:
+            return job
+        return self._schedule(func, when)
 
     def _schedule(
         self,
