@@ -531,53 +531,40 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if plain and id is None and not paused and self._runner is None:
+            existing = None if id is None else self._jobs.get(id)
+            if existing is not None:
+                if not replace:
+                    raise ConflictingIdError(id)
+                job = existing  # the same handle gets the new parameters
+            else:
+                job = new_job(self, func, trigger)
+            self._set_params(job, func, args, kwargs, name, priority, opts)
+            if existing is not None:
+                replaced = self._retarget(job, trigger, first, paused)
+                if replaced is None:
+                    return job
+                event: Event = replaced
+            elif plain and id is None and not paused and self._runner is None:
                 # An anonymous delay with default options but arguments, a name or a priority
                 # (schedule() queues the keyword-less ones itself), queued without _add's
                 # general placement. Such a job is found through its queue entry, so it needs
                 # no index entry (_anon_queued).
-                job = self._new_job(func, trigger, args, kwargs, name, priority, opts)
                 job._base = job._due = first
                 self._queues[MONOTONIC].push(job, first, priority)  # type: ignore[arg-type]
                 self._anon_queued += 1
                 if not self._listeners:
                     return job
-                event: Event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
-            elif id is not None and id in self._jobs:
-                if not replace:
-                    raise ConflictingIdError(id)
-                job = self._jobs[id]
-                replaced = self._replace(
-                    job, func, trigger, first, args, kwargs, name, priority, opts, paused
-                )
-                if replaced is None:
-                    return job
-                event = replaced
+                event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
             else:
-                job = self._add(
-                    id, func, trigger, first, args, kwargs, name, priority, opts, paused
-                )
+                self._add(job, id, first, paused)
                 if not self._listeners:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
         return job
 
-    def _add(
-        self,
-        id: str | None,
-        func: Callable[..., Any],
-        trigger: Recurrence | float | int | datetime,
-        first: int | None,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        name: str | None,
-        priority: int,
-        opts: JobOptions,
-        paused: bool,
-    ) -> Job:
-        """Create, index and queue a new job (lock held)."""
-        job = self._new_job(func, trigger, args, kwargs, name, priority, opts)
+    def _add(self, job: Job, id: str | None, first: int | None, paused: bool) -> None:
+        """Index and queue a new job (lock held)."""
         if id is not None:
             job._id = id
             self._jobs[id] = job
@@ -588,43 +575,19 @@ class Scheduler:
             # An anonymous job is counted as queued; placed paused, it is loose instead.
             # (Placement may also have ended it at once: _forget then uncounted it.)
             self._loosen(job)
-        return job
 
-    def _new_job(
-        self,
-        func: Callable[..., Any],
-        trigger: Recurrence | float | int | datetime,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        name: str | None,
-        priority: int,
-        opts: JobOptions,
-    ) -> Job:
-        """A new, anonymous job with these parameters, not yet queued."""
-        job = new_job(self, func, trigger)
-        job.args = args
-        job.kwargs = kwargs
-        job.priority = priority
-        if name is not None:
-            job._extras().name = name
-        job._opts = opts
-        return job
-
-    def _replace(
-        self,
+    @staticmethod
+    def _set_params(
         job: Job,
         func: Callable[..., Any],
-        trigger: Recurrence | float | int | datetime,
-        first: int | None,
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
         name: str | None,
         priority: int,
         opts: JobOptions,
-        paused: bool,
-    ) -> Event | None:
-        """``schedule(..., replace=True)`` on a live id (lock held): same handle, new
-        parameters. Returns the event to emit once the lock is released, if anyone listens."""
+    ) -> None:
+        """Give a new job, or one ``replace=True`` reuses, what ``schedule()`` set besides its
+        recurrence (lock held)."""
         job.func = func
         job.args = args
         job.kwargs = kwargs
@@ -632,7 +595,6 @@ class Scheduler:
             job._extras().name = name
         job.priority = priority
         job._opts = opts
-        return self._retarget(job, trigger, first, paused)
 
     def _retarget(
         self,
