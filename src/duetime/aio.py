@@ -187,12 +187,9 @@ class AsyncRunner(HeadWatcher):
     async def idle(self) -> None:
         """Wait until nothing is due and nothing is running."""
         s = self._s
-        clock = s._clock
         while True:
             with s._lock:
-                head = s._head(clock.time_ns(), clock.monotonic_ns())
-                due_now = head is not None and head[2] <= clock.monotonic_ns()
-                if s._running_total == 0 and not due_now and not self._tasks:
+                if s._idle_locked() and not self._tasks:
                     return
                 self._changed.clear()
             await self._changed.wait()

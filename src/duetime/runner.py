@@ -268,13 +268,10 @@ class Runner(HeadWatcher):
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
         s = self._s
-        clock = s._clock
         deadline = None if timeout is None else clock_now_real() + timeout
         with s._cond:
             while True:
-                head = s._head(clock.time_ns(), clock.monotonic_ns())
-                due_now = head is not None and head[2] <= clock.monotonic_ns()
-                if s._running_total == 0 and not due_now and not self._futures:
+                if s._idle_locked() and not self._futures:
                     return True
                 if self._stop:
                     return s._running_total == 0

@@ -2019,11 +2019,15 @@ class Scheduler:
         runner = self._runner
         if runner is None:
             with self._lock:
-                wall = self._clock.time_ns()
-                mono = self._clock.monotonic_ns()
-                head = self._head(wall, mono)
-                return self._running_total == 0 and (head is None or head[2] > mono)
+                return self._idle_locked()
         return runner.wait_idle(timeout)
+
+    def _idle_locked(self) -> bool:
+        """Whether nothing is due now and nothing is running (lock held). The runners add
+        their own in-flight work to this."""
+        mono = self._clock.monotonic_ns()
+        head = self._head(self._clock.time_ns(), mono)
+        return self._running_total == 0 and (head is None or head[2] > mono)
 
     def __enter__(self) -> Scheduler:
         self.start()
