@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from duetime._validate import NS_PER_SECOND, duration_ns, positive_number
+from duetime._validate import NS_PER_SECOND, duration_ns, integer, positive_number
 from duetime.errors import InvalidArgument
 
 __all__ = ["TokenBucket"]
@@ -39,8 +39,7 @@ class TokenBucket:
         per_ns = duration_ns("per", per, allow_zero=False)
         if burst is None:
             burst = max(1, int(rate))
-        if isinstance(burst, bool) or not isinstance(burst, int):
-            raise TypeError(f"burst must be an int, got {burst!r}")
+        integer("burst", burst)
         if burst < 1:
             raise InvalidArgument(f"burst must be at least 1, got {burst!r}")
         self.rate = rate

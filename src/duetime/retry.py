@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, Protocol, runtime_checkable
 
-from duetime._validate import NS_PER_SECOND, duration_ns, positive_number
+from duetime._validate import NS_PER_SECOND, duration_ns, integer, positive_number
 from duetime.errors import InvalidArgument
 
 __all__ = ["ExponentialBackoff", "FixedBackoff", "NoRetry", "RetryPolicy"]
@@ -142,8 +142,7 @@ class ExponentialBackoff:
             raise InvalidArgument(f"factor must be at least 1, got {self.factor!r}")
         if self.cap < self.base:
             raise InvalidArgument(f"cap must be at least base ({self.base!r}), got {self.cap!r}")
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
-            raise TypeError(f"max_attempts must be an int, got {self.max_attempts!r}")
+        integer("max_attempts", self.max_attempts)
         if self.max_attempts < 1:
             raise InvalidArgument(f"max_attempts must be at least 1, got {self.max_attempts!r}")
         if self.jitter not in (None, "full", "equal", "decorrelated"):
