@@ -206,7 +206,7 @@ class Job:
         if type(trigger) is float or type(trigger) is int:
             from duetime.recurrence import After
 
-            trigger = self._trigger = After._checked(trigger)
+            trigger = self._trigger = After(trigger)  # (valid: schedule() checked it)
         elif type(trigger) is datetime:
             from duetime.recurrence import At
 

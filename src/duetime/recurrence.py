@@ -161,25 +161,28 @@ class After:
     """
 
     delay: float | int | timedelta
+    _ns: int = field(init=False, repr=False, compare=False)
 
     timebase: ClassVar[int] = MONOTONIC
     after_finish: ClassVar[bool] = False
     recurring: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        duration_ns("delay", self.delay)
+        _setattr(self, "_ns", duration_ns("delay", self.delay))
 
     @classmethod
-    def _checked(cls, delay: float | int | timedelta) -> After:
-        """Build from a delay the caller has already validated (the Scheduler, which names the
-        parameter in its own errors), skipping the second check in ``__post_init__``."""
+    def _checked(cls, delay: float | int | timedelta, ns: int) -> After:
+        """Build from a delay the caller has already converted to ``ns`` (the Scheduler, which
+        names the parameter in its own errors), skipping the second check in
+        ``__post_init__``."""
         obj = object.__new__(cls)
         _setattr(obj, "delay", delay)
+        _setattr(obj, "_ns", ns)
         return obj
 
     def first(self, env: Env) -> int | None:
         """Now (monotonic) plus the delay."""
-        return env.clock.monotonic_ns() + duration_ns("delay", self.delay)
+        return env.clock.monotonic_ns() + self._ns
 
     def next(self, due: int, env: Env) -> int | None:
         """None: a one-shot has no next occurrence."""

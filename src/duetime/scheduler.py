@@ -694,8 +694,8 @@ class Scheduler:
             aware_datetime(param, when)
             return At(when)
         if isinstance(when, (int, float, timedelta)) and not isinstance(when, bool):
-            duration_ns(param, when)  # checked once, under the caller's parameter name
-            return After._checked(when)
+            # Checked and converted once, under the caller's parameter name.
+            return After._checked(when, duration_ns(param, when))
         if isinstance(when, str):
             from duetime.cron import Cron
 
