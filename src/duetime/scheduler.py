@@ -479,23 +479,10 @@ class Scheduler:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
-        # The shorthand delay, inlined from _when: the common case pays for no extra call.
-        cls = type(when)
-        if cls is float and 0 <= when < _INF:  # also False for NaN
-            trigger: Recurrence | float | int | datetime = when
-            first: int | None = round(when * NS_PER_SECOND) + (
-                self._clock._mono if self._fake else self._clock.monotonic_ns()  # type: ignore[attr-defined]
-            )
-            plain = True
-        elif cls is int and when >= 0:
-            trigger = when
-            first = when * NS_PER_SECOND + (
-                self._clock._mono if self._fake else self._clock.monotonic_ns()  # type: ignore[attr-defined]
-            )
-            plain = True
-        else:
-            trigger, first = self._when(when)
-            plain = False
+        trigger, first = self._when(when)
+        # A plain delay: queued below without _add's general placement when nothing else
+        # stands in the way (no options, no id, not paused, no runner to wake).
+        plain = type(trigger) is float or type(trigger) is int
         if type(args) is not tuple:
             if not isinstance(args, (tuple, list)):
                 raise TypeError(f"args must be a tuple or list, got {args!r}")
