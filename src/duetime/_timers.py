@@ -114,21 +114,18 @@ class TimerQueue(LazyHeap):
     def _went_stale(self) -> None:
         self._stale += 1
         stale2 = self._stale * 2
-        if stale2 > COMPACT_MIN:  # (a cheap test first: held() needs three len calls)
+        if stale2 > COMPACT_MIN:  # a cheap test first: held(), inlined, takes three len calls
             held = len(self._heap) + len(self._run) + len(self._new)
             if stale2 > held > COMPACT_MIN:
-                self._compact()
-
-    def _compact(self) -> None:
-        # The live index's keys are exactly the live entries: a C-level copy into _new, to be
-        # sorted into a fresh run by the next read (work the pops would otherwise do on a
-        # heap), and nothing at all when nothing reads, as when a burst of cancels empties
-        # the queue.
-        self._new[:] = self._live
-        self._run.clear()
-        self._heap.clear()
-        self._stale = 0
-        self._compactions += 1
+                # The live index's keys are exactly the live entries: a C-level copy into
+                # _new, to be sorted into a fresh run by the next read (work the pops would
+                # otherwise do on a heap), and nothing at all when nothing reads, as when a
+                # burst of cancels empties the queue.
+                self._new[:] = self._live
+                self._run.clear()
+                self._heap.clear()
+                self._stale = 0
+                self._compactions += 1
 
     def clear(self) -> None:
         super().clear()

@@ -26,7 +26,7 @@ tuple is the cheapest liveness test Python has.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
 from heapq import heapify, heappop, heappush
 from typing import Any, Generic, TypeVar
 
@@ -42,9 +42,9 @@ Entry = tuple[float, int, int, K]
 
 
 class LazyHeap:
-    """The state every lazily-deleting heap here shares: the heap, the live index, the stale
-    count and the compaction count. ``EventQueue`` and the Scheduler's ``TimerQueue`` differ
-    only in what an entry is."""
+    """The state every lazily-deleting queue here shares: the heap, the live index, the stale
+    count and the compaction count. ``EventQueue`` and the Scheduler's ``TimerQueue`` differ in
+    what an entry is and where entries wait, and so in how they compact (``_went_stale``)."""
 
     __slots__ = ("_compactions", "_counter", "_heap", "_live", "_stale")
 
@@ -79,21 +79,7 @@ class LazyHeap:
         self._stale = 0
 
     def _went_stale(self) -> None:
-        """Count one more dead entry in the heap; compact when they are over half of it."""
-        self._stale += 1
-        if self._stale * 2 > len(self._heap) > COMPACT_MIN:
-            self._compact()
-
-    def _compact(self) -> None:
-        # The live index holds exactly the live entries, so the rebuilt heap is a C-level
-        # copy plus heapify: O(n) with no per-entry Python work. In place, so the list
-        # object stays the same.
-        self._heap[:] = self._live_entries()
-        heapify(self._heap)
-        self._stale = 0
-        self._compactions += 1
-
-    def _live_entries(self) -> Iterable[Any]:
+        """Count one more dead entry; compact when they are over half of those held."""
         raise NotImplementedError
 
 
@@ -220,5 +206,13 @@ class EventQueue(LazyHeap, Generic[K]):
             del self._live[entry[3]]
         return entry
 
-    def _live_entries(self) -> Iterable[Entry[K]]:
-        return self._live.values()
+    def _went_stale(self) -> None:
+        self._stale += 1
+        if self._stale * 2 > len(self._heap) > COMPACT_MIN:
+            # The live index holds exactly the live entries, so the rebuilt heap is a C-level
+            # copy plus heapify: O(n) with no per-entry Python work. In place, so the list
+            # object stays the same.
+            self._heap[:] = self._live.values()
+            heapify(self._heap)
+            self._stale = 0
+            self._compactions += 1
