@@ -1674,12 +1674,14 @@ class Scheduler:
                 head = self._head(wall, mono)
                 if head is None:
                     return None
-                if head[2] > mono:
-                    clock.advance_ns(head[2] - mono)
+                tb, entry, due = head
+                if due > mono:
+                    # Both timebases move alike, so this stays the head, now due.
+                    clock.advance_ns(due - mono)
                     wall = clock.time_ns()
                     mono = clock.monotonic_ns()
-                item = self._pop_due(wall, mono)
-                occ = None if item is None else self._begin(*item, wall, mono)
+                key = self._queues[tb].pop_entry(entry)
+                occ = self._begin(key, tb, entry >> DUE_SHIFT, wall, mono)
                 events = self._take_events()
             if events:
                 self._emit(events)
