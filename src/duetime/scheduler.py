@@ -1770,10 +1770,11 @@ class Scheduler:
                     if ok is not None:
                         job = ok
                         ok = None
+                        # (Nothing is ever blocked here: only max_concurrent blocks starts,
+                        # and ok comes from the inline begin, which needs it unbounded.)
                         if (
                             (job._x is None or job._x.sides is None)
                             and not self._listeners
-                            and not self._blocked
                             and self._runner is None
                             and type(job._trigger) in _SHORTHAND
                         ):
