@@ -104,6 +104,7 @@ __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
 logger = logging.getLogger("duetime")
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R", bound="RunnerLike")
 
 
 class ScheduleOptions(TypedDict, total=False):
@@ -1943,13 +1944,17 @@ class Scheduler:
         """
         from duetime.runner import Runner
 
+        self._claim_runner("start", Runner).start()
+
+    def _claim_runner(self, method: str, make: Callable[[Scheduler], R]) -> R:
+        """Make the scheduler's one runner with ``make(self)``, for ``start`` or ``run_async``."""
         with self._lock:
             if self._shutdown:
-                raise SchedulerShutdownError("start")
+                raise SchedulerShutdownError(method)
             if self._runner is not None:
-                raise RuntimeError("the scheduler is already running; start() was called twice")
-            runner = self._runner = Runner(self)
-        runner.start()
+                raise RuntimeError(f"the scheduler is already running; {method}() was called twice")
+            runner = self._runner = make(self)
+        return runner
 
     @property
     def running(self) -> bool:
@@ -1984,13 +1989,7 @@ class Scheduler:
         """
         from duetime.aio import AsyncRunner
 
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError("start")
-            if self._runner is not None:
-                raise RuntimeError("the scheduler is already running; start() was called twice")
-            runner = AsyncRunner(self)
-            self._runner = runner
+        runner = self._claim_runner("run_async", AsyncRunner)
         try:
             await runner.run()
         finally:
