@@ -1384,8 +1384,7 @@ class Scheduler:
         if job._state is _CANCELLED:
             self._abandon(occ)
             return None
-        if self._listeners:
-            self._emit_started(occ)
+        self._emit_started(occ)
         token = _current.set(occ)
         try:
             kwargs = job.kwargs
