@@ -159,6 +159,7 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
     release = threading.Event()
     started = threading.Event()
     waiter = cf.ThreadPoolExecutor(1)  # for waiting on threading events without the busy pool
+    ran: list[str] = []
 
     def hog() -> None:
         started.set()
@@ -172,11 +173,20 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
         await s.__aenter__()
         s.schedule(hog, 0)
         assert await loop.run_in_executor(waiter, started.wait, 10)
-        queued = s.schedule(print, 0)
+        queued = s.schedule(ran.append, 0, args=("queued",))
         while queued.state is not JobState.RUNNING:  # popped and handed to the executor
             await asyncio.sleep(0)
         close = asyncio.ensure_future(s.aclose(cancel_running=True))
-        await asyncio.sleep(0)
+
+        # Release the hog only once the close has dealt with the queued job, so that it is
+        # still waiting in the executor when the close finds it.
+        def still_queued() -> bool:
+            return queued.state is JobState.RUNNING
+
+        for _ in range(100_000):
+            if not still_queued():
+                break
+            await asyncio.sleep(0)
         release.set()
         await asyncio.wait_for(close, 10)
         pool.shutdown()
@@ -186,6 +196,7 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
     waiter.shutdown()
     assert s._running_total == 0
     assert len(s) == 0
+    assert ran == []  # cancelled while it waited in the executor
 
 
 def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> None:

@@ -246,13 +246,14 @@ def test_retries_and_triggers_respect_overlap(caplog: pytest.LogCaptureFixture) 
                 live -= 1
 
     with caplog.at_level(logging.CRITICAL, logger="duetime"), s:
-        s.schedule(body, FixedRate(10), retry=FixedBackoff([10]))
+        job = s.schedule(body, FixedRate(10), retry=FixedBackoff([10]))
         clock.advance(10)  # attempt 1 fails; its retry is due at 20 with the next occurrence
         until(lambda: calls == 1)
         clock.advance(10)
         assert second_started.wait(WAIT)
-        until(lambda: held(s.jobs()[0]))
+        until(lambda: held(job))
+        s.trigger(job)  # an out-of-band run while one is going: it waits too
         gate.set()
-        until(lambda: calls == 3)
+        until(lambda: calls == 4)
         assert s.wait_idle(WAIT)
     assert peak == 1

@@ -81,9 +81,22 @@ def test_a_later_insert_does_not_wake_the_runner(running: Scheduler, clock: Coun
     running.schedule(print, 10)
     assert running.wait_idle(WAIT)
     until(lambda: getattr(running._runner, "_sleeping", False))
+    runner = running._runner
+    assert runner is not None
+    wakes: list[None] = []
+    wake = runner._wake  # type: ignore[attr-defined]
+
+    def counted() -> None:
+        wakes.append(None)
+        wake()
+
+    runner._wake = counted  # type: ignore[attr-defined]
     before = clock.wakeups
     for i in range(50):
         running.schedule(print, 20 + i)
+    # Counted where the wake-up is made: a wake-up would show even if the runner's wait
+    # had not returned yet when wait_idle() did.
+    assert wakes == []
     assert running.wait_idle(WAIT)
     assert clock.wakeups == before
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import random
@@ -78,7 +79,8 @@ def test_schedule_options_are_the_general_paths_keywords() -> None:
 
 def test_schedule_annotations_resolve_at_runtime() -> None:
     # Tools that read annotations at runtime (typeguard, sphinx-autodoc-typehints) resolve them.
-    pytest.importorskip("typing_extensions" if sys.version_info < (3, 11) else "typing")
+    if sys.version_info < (3, 11):
+        pytest.importorskip("typing_extensions")
     hints = typing.get_type_hints(Scheduler.schedule)
     assert hints["return"] is Job and "options" in hints
 
@@ -571,24 +573,40 @@ class SchedulerModel(RuleBasedStateMachine):
         self.ran: list[str] = []
         self.expected: list[str] = []
         self.next_id = 0
+        # Every job's handle. Anonymous ones ("a<n>") are reached through it, named ones
+        # ("j<n>") through their id, as users do.
+        self.handles: dict[str, Job] = {}
 
     def _now(self) -> int:
         return self.clock.monotonic_ns()
+
+    def _ref(self, jid: str) -> Job | str:
+        return self.handles[jid] if jid.startswith("a") else jid
 
     # The extremes exercise the packed queue entries' priority field.
     @rule(delay=st.integers(0, 20), priority=st.sampled_from([-(2**31), -1, 0, 1, 2**31 - 1]))
     def schedule(self, delay: int, priority: int) -> None:
         jid = f"j{self.next_id}"
         self.next_id += 1
-        self.s.schedule(self.ran.append, delay, args=(jid,), id=jid, priority=priority)
+        job = self.s.schedule(self.ran.append, delay, args=(jid,), id=jid, priority=priority)
+        self.handles[jid] = job
         self.model[jid] = (self._now() + delay * 10**9, priority, self.seq)
+        self.seq += 1
+
+    @rule(delay=st.integers(0, 20))
+    def schedule_plain(self, delay: int) -> None:
+        # No keywords at all: the path schedule() queues inline.
+        jid = f"a{self.next_id}"
+        self.next_id += 1
+        self.handles[jid] = self.s.schedule(functools.partial(self.ran.append, jid), delay)
+        self.model[jid] = (self._now() + delay * 10**9, 0, self.seq)
         self.seq += 1
 
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
         ids = sorted(self.model) + sorted(self.paused) + ["missing"]
         jid = data.draw(st.sampled_from(ids))
-        assert self.s.cancel(jid) == (jid != "missing")
+        assert self.s.cancel(jid if jid == "missing" else self._ref(jid)) == (jid != "missing")
         self.model.pop(jid, None)
         self.paused.pop(jid, None)
 
@@ -600,7 +618,7 @@ class SchedulerModel(RuleBasedStateMachine):
     @rule(data=st.data(), delay=st.integers(0, 20))
     def reschedule(self, data: st.DataObject, delay: int) -> None:
         jid = self._pick(data, self.model)
-        self.s.reschedule(jid, delay)
+        self.s.reschedule(self._ref(jid), delay)
         _, priority, _ = self.model[jid]
         self.model[jid] = (self._now() + delay * 10**9, priority, self.seq)
         self.seq += 1
@@ -609,14 +627,14 @@ class SchedulerModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def pause(self, data: st.DataObject) -> None:
         jid = self._pick(data, self.model)
-        self.s.pause(jid)
+        self.s.pause(self._ref(jid))
         self.paused[jid] = self.model.pop(jid)
 
     @precondition(lambda self: self.paused)
     @rule(data=st.data())
     def resume(self, data: st.DataObject) -> None:
         jid = self._pick(data, self.paused)
-        self.s.resume(jid)
+        self.s.resume(self._ref(jid))
         due, priority, _ = self.paused.pop(jid)
         self.model[jid] = (due, priority, self.seq)  # re-queued: behind its peers
         self.seq += 1
@@ -631,7 +649,7 @@ class SchedulerModel(RuleBasedStateMachine):
         self.expected.append(jid)
         before = self._now()
         run = self.s.step()
-        assert run is not None and run.job.id == jid
+        assert run is not None and run.job is self.handles[jid]
         assert self._now() == max(due, before)  # the clock jumps to the due time, never back
 
     @rule(seconds=st.integers(0, 15))
@@ -648,12 +666,18 @@ class SchedulerModel(RuleBasedStateMachine):
         assert self.ran == self.expected
         assert len(self.s) == len(self.model) + len(self.paused)
         for jid in self.paused:
-            job = self.s.get(jid)
-            assert job is not None and job.state is JobState.PAUSED
+            job = self.handles[jid]
+            assert job in self.s and job.state is JobState.PAUSED
+            if jid.startswith("j"):
+                assert self.s.get(jid) is job
 
 
 SchedulerModel.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
 TestSchedulerModel = SchedulerModel.TestCase
+
+
+def noop() -> None:
+    pass
 
 
 class AnonymousIndexMachine(RuleBasedStateMachine):
@@ -672,7 +696,9 @@ class AnonymousIndexMachine(RuleBasedStateMachine):
     @rule(delay=st.integers(0, 5), paused=st.booleans(), rate=st.booleans())
     def schedule(self, delay: int, paused: bool, rate: bool) -> None:
         when: Any = FixedRate(delay + 1) if rate else delay
-        self.handles.append(self.s.schedule(print, when, paused=paused))
+        # paused= only when paused: a call without keywords takes schedule()'s inline path.
+        options: dict[str, Any] = {"paused": True} if paused else {}
+        self.handles.append(self.s.schedule(noop, when, **options))
 
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
