@@ -77,9 +77,10 @@ def test_within_grace_is_not_a_misfire() -> None:
     assert rec.events == []
 
 
-def test_per_job_policy_overrides_the_scheduler_default() -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_per_job_policy_overrides_the_scheduler_default(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     ran: list[str] = []
     s.schedule(ran.append, FixedRate(10), args=("all",), misfire=Misfire.RUN_ALL)
     s.schedule(ran.append, FixedRate(10), args=("skip",), misfire=Misfire.SKIP, grace=0)
@@ -123,9 +124,8 @@ def test_year_long_wall_jump_under_a_minutely_cron_is_prompt_and_bounded(policy:
     assert s.stats().live_entries == 1
 
 
-def test_wall_jump_forward_and_back_with_cron() -> None:
-    clock = FakeClock(start=FAKE_START)  # 08:00 UTC
-    s = Scheduler(clock=clock)
+def test_wall_jump_forward_and_back_with_cron(scheduler: Scheduler, fake_clock: FakeClock) -> None:
+    s, clock = scheduler, fake_clock  # 08:00 UTC
     ran: list[datetime] = []
     s.schedule(lambda: ran.append(clock.now()), Cron("0 * * * *", tz="UTC"))
     s.run_for(timedelta(hours=1))  # 09:00 ran

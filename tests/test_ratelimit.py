@@ -12,9 +12,10 @@ from duetime.testing import FAKE_START
 from .conftest import Recorder
 
 
-def test_n_jobs_due_at_once_start_exactly_a_tenth_apart_after_the_burst() -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_n_jobs_due_at_once_start_exactly_a_tenth_apart_after_the_burst(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     rec = Recorder()
     s.subscribe(rec, JobDeferred)
     bucket = TokenBucket(10, per=1.0, burst=5)
@@ -29,9 +30,10 @@ def test_n_jobs_due_at_once_start_exactly_a_tenth_apart_after_the_burst() -> Non
     assert s.stats().deferred == 20
 
 
-def test_shared_bucket_across_jobs_and_scheduled_time_kept() -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_shared_bucket_across_jobs_and_scheduled_time_kept(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     bucket = TokenBucket(1, per=timedelta(minutes=1))
     seen: list[tuple[str, timedelta, timedelta]] = []
 

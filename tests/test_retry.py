@@ -125,9 +125,10 @@ class Flaky:
         return "ok"
 
 
-def test_retries_then_success(caplog: pytest.LogCaptureFixture) -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_retries_then_success(
+    scheduler: Scheduler, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    s, clock = scheduler, fake_clock
     rec = Recorder()
     s.subscribe(rec, JobFailed)
     flaky = Flaky(clock, failures=2)
@@ -181,9 +182,8 @@ def test_discard_failed() -> None:
     assert s.failed() == []
 
 
-def test_retries_wait_in_monotonic_time() -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_retries_wait_in_monotonic_time(scheduler: Scheduler, fake_clock: FakeClock) -> None:
+    s, clock = scheduler, fake_clock
     flaky = Flaky(clock, failures=1)
     s.schedule(flaky, 1, retry=FixedBackoff([60]))
     s.run_for(1)
@@ -194,9 +194,10 @@ def test_retries_wait_in_monotonic_time() -> None:
     assert [a for a, _ in flaky.calls] == [1, 2]
 
 
-def test_recurring_job_goes_on_after_a_dead_occurrence() -> None:
-    clock = FakeClock(start=FAKE_START)
-    s = Scheduler(clock=clock)
+def test_recurring_job_goes_on_after_a_dead_occurrence(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
     rec = Recorder()
     s.subscribe(rec, JobDead)
     calls: list[tuple[float, int]] = []
