@@ -22,6 +22,18 @@ def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert "09:00 Berlin, weekdays" not in out  # 08:00 UTC is 09:00 Berlin: next is tomorrow
 
 
+def test_the_quickstart_page_test_example_passes() -> None:
+    text = (README.parent / "docs" / "quickstart.md").read_text()
+    section = text.split("## Test it without waiting", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    namespace: dict[str, object] = {}
+    exec(compile(code.group(1), "quickstart-test-example", "exec"), namespace)
+    tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
+    assert len(tests) == 1
+    tests[0]()
+
+
 def test_readme_has_exactly_two_setup_commands() -> None:
     text = README.read_text()
     commands = re.findall(r"```\n(python3 -m venv .*?)\n```", text)
