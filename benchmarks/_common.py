@@ -6,31 +6,22 @@ import argparse
 import gc
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 
-def parse(description: str) -> argparse.Namespace:
+def parse(description: str, *, jobs: bool = False) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (CI smoke run)")
     p.add_argument("--repeat", type=int, default=5, help="repeats per measurement (median)")
+    if jobs:
+        p.add_argument("--jobs", type=int, help="run only the throughput benchmark, at this size")
     args = p.parse_args()
     if args.quick:
         args.repeat = 1
     return args
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    """Median wall seconds of ``fn()`` over ``repeat`` runs (GC collected before each)."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def median_times(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+def median_times(fns: Mapping[str, Callable[[], object]], repeat: int) -> dict[str, float]:
     """Median wall seconds of each ``fn()``, the peers interleaved round by round.
 
     Each round runs every peer once, starting with a different one each time, so a slow

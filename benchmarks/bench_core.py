@@ -229,8 +229,10 @@ def memory(n: int) -> None:
 
 
 def main() -> None:
-    args = parse(__doc__ or "")
-    if args.quick:
+    args = parse(__doc__ or "", jobs=True)
+    if args.jobs is not None:
+        throughput(args.jobs, args.repeat)
+    elif args.quick:
         throughput(20_000, 1)
         cancel_cost(20_000, 2_000, 1)
         memory(2_000)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from _common import median_time, parse, table
+from _common import median_times, parse, table
 from croniter import croniter
 
 from duetime import Cron, FakeClock, Scheduler
@@ -43,8 +43,8 @@ def main() -> None:
         counts["croniter"] = n
 
     repeat = max(1, min(args.repeat, 3))
-    ours = median_time(with_duetime, repeat)
-    theirs = median_time(with_croniter, repeat)
+    medians = median_times({"duetime": with_duetime, "croniter": with_croniter}, repeat)
+    ours, theirs = medians["duetime"], medians["croniter"]
     rows: list[tuple[str, float | None]] = [
         ("croniter get_next loop", theirs),
         ("duetime run_until", ours),
@@ -59,6 +59,7 @@ def main() -> None:
         f"  fires/s: duetime {counts['duetime'] / ours:,.0f}, croniter {counts['croniter'] / theirs:,.0f}"
     )
     print(f"  fires counted: duetime {counts['duetime']:,}, croniter {counts['croniter']:,}")
+    assert counts["duetime"] == counts["croniter"], "the two disagree on the fire count"
 
 
 if __name__ == "__main__":
