@@ -220,3 +220,43 @@ def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> Non
     s, job = box["s"], box["job"]
     assert job._running == 0 and s._running_total == 0
     assert job.state is JobState.FAILED
+
+
+def test_start_outside_a_loop_is_refused_with_the_way_to_do_it() -> None:
+    s = AsyncScheduler(clock=FakeClock())
+    with pytest.raises(
+        RuntimeError,
+        match=r"use 'async with AsyncScheduler\(\.\.\.\) as s:' or 'await s.start\(\)'",
+    ):
+        s.start()
+    with (
+        pytest.raises(
+            TypeError, match="AsyncScheduler is an async context manager: use 'async with"
+        ),
+        s,
+    ):
+        pass
+    assert not s.running and len(s) == 0
+
+
+def test_await_start_runs_coroutine_jobs_on_the_loop() -> None:
+    clock = FakeClock(start=FAKE_START)
+    seen: list[float] = []
+
+    async def job() -> None:
+        seen.append(clock.monotonic())
+
+    async def main() -> None:
+        s = AsyncScheduler(clock=clock)
+        await s.start()
+        assert s.running
+        with pytest.raises(RuntimeError, match="already running"):
+            s.start()
+        s.schedule(job, 5)
+        clock.advance(5)
+        await s.idle()
+        await s.aclose()
+        assert not s.running
+
+    asyncio.run(main())
+    assert seen == [5.0]

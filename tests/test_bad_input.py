@@ -83,6 +83,11 @@ SCHEDULER_CASES: list[Case] = [
     ("unknown executor", lambda s: s.schedule(print, 1, executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
     ("unknown keyword", lambda s: s.schedule(print, 1, args=(), priorty=1), TypeError, r"Scheduler.schedule\(\) got an unexpected keyword argument 'priorty'"),  # type: ignore[call-arg]
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable, got None"),  # type: ignore[arg-type]
+    ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
+    ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),
+    ("when keyword, bad value", lambda s: s.schedule(print, when=-1), InvalidArgument, "when must not be negative"),
+    ("step until naive", lambda s: s.step(until=NAIVE), InvalidArgument, "until must be timezone-aware"),
+    ("step until type", lambda s: s.step(until="soon"), TypeError, "until must be an aware datetime or epoch seconds"),  # type: ignore[arg-type]
     # management
     ("cancel type", lambda s: s.cancel(42), TypeError, "job_or_id must be a Job or a job id"),  # type: ignore[arg-type]
     ("reschedule unknown", lambda s: s.reschedule("nope", 5), JobLookupError, "no job with id 'nope'"),
@@ -148,6 +153,16 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("Scheduler max_concurrent", lambda: Scheduler(max_concurrent=0), InvalidArgument, "max_concurrent must be at least 1, got 0"),
     ("Scheduler wall_check", lambda: Scheduler(wall_check_interval=0), InvalidArgument, "wall_check_interval must be positive"),
     ("Scheduler misfire", lambda: Scheduler(misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
+    ("Scheduler tz typo", lambda: Scheduler(tz="Europe/Berln"), InvalidArgument, r"'Europe/Berln'; did you mean Europe/Berlin\?$"),
+    ("Cron tz city", lambda: Cron("* * * * *", tz="Berlin"), InvalidArgument, r"did you mean Europe/Berlin\?"),
+    ("Scheduler executor", lambda: Scheduler(executor="bogus"), TypeError, "executor must be 'inline', None or a concurrent.futures.Executor, got 'bogus'"),
+    ("Scheduler executors value", lambda: Scheduler(executors={"io": 4}), TypeError, r"executors\['io'\] must be 'inline' or a concurrent.futures.Executor, got 4"),
+    ("Scheduler executors type", lambda: Scheduler(executors=["io"]), TypeError, "executors must be a dict"),  # type: ignore[arg-type]
+    ("FixedRate both forms", lambda: FixedRate(5, minutes=1), TypeError, "either positionally or as keywords"),
+    ("FixedRate no interval", lambda: FixedRate(), TypeError, r"FixedRate\(\) needs an interval"),
+    ("FixedRate zero keywords", lambda: FixedRate(minutes=0, seconds=0), InvalidArgument, "the interval must be positive, got minutes=0, seconds=0"),
+    ("FixedRate negative keyword", lambda: FixedRate(hours=-1), InvalidArgument, "hours must not be negative, got -1"),
+    ("FixedDelay keyword type", lambda: FixedDelay(minutes="5"), TypeError, "minutes must be a number, got '5'"),  # type: ignore[arg-type]
 ]  # fmt: skip
 
 

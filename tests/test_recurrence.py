@@ -13,7 +13,16 @@ from zoneinfo import ZoneInfo
 import pytest
 from scipy import stats as sps
 
-from duetime import FakeClock, FixedRate, InvalidArgument, Poisson, Scheduler, Window, current_run
+from duetime import (
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    InvalidArgument,
+    Poisson,
+    Scheduler,
+    Window,
+    current_run,
+)
 from duetime.recurrence import Env
 from duetime.testing import FAKE_START
 
@@ -231,3 +240,43 @@ def test_jitter_delays_each_occurrence_without_accumulating() -> None:
     assert all(0 <= lag <= 10 for lag in lags)
     assert 4.5 < statistics.fmean(lags) < 5.5  # uniform(0, 10)
     assert len(set(lags)) > 1000
+
+
+@pytest.mark.parametrize(
+    ("rate", "seconds", "text"),
+    [
+        (FixedRate(minutes=5), 300, "FixedRate(minutes=5)"),
+        (FixedRate(hours=1, minutes=30), 5400, "FixedRate(hours=1, minutes=30)"),
+        (FixedRate(300), 300, "FixedRate(300)"),
+        (FixedRate(timedelta(minutes=5)), 300, "FixedRate(datetime.timedelta(seconds=300))"),
+        (FixedRate(days=1, milliseconds=1), 86400.001, "FixedRate(days=1, milliseconds=1)"),
+        (FixedRate(seconds=0.1), 0.1, "FixedRate(seconds=0.1)"),
+        (FixedDelay(minutes=2, initial_delay=3), 120, "FixedDelay(minutes=2, initial_delay=3)"),
+        (FixedDelay(weeks=1), 604800, "FixedDelay(weeks=1)"),
+    ],
+)
+def test_intervals_take_timedeltas_keywords_and_read_back(
+    rate: FixedRate | FixedDelay, seconds: float, text: str
+) -> None:
+    import datetime as datetime_module  # for eval() of the repr
+
+    assert rate.seconds == seconds
+    assert repr(rate) == text
+    again = eval(
+        text, {"FixedRate": FixedRate, "FixedDelay": FixedDelay, "datetime": datetime_module}
+    )
+    assert again == rate and hash(again) == hash(rate)
+
+
+def test_keyword_and_positional_intervals_schedule_alike() -> None:
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock)
+    ran: list[tuple[str, float]] = []
+    s.schedule(lambda: ran.append(("kw", clock.monotonic())), FixedRate(minutes=5))
+    s.schedule(lambda: ran.append(("pos", clock.monotonic())), FixedRate(300))
+    s.run_for(timedelta(minutes=10))
+    assert ran == [("kw", 300.0), ("pos", 300.0), ("kw", 600.0), ("pos", 600.0)]
+    assert FixedRate(minutes=5) == FixedRate(300) != FixedRate(minutes=5, start=FAKE_START)
+    assert FixedDelay(minutes=5) != FixedRate(minutes=5)
+    with pytest.raises(AttributeError, match="immutable"):
+        FixedRate(5)._ns = 1

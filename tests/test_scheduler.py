@@ -747,3 +747,95 @@ AnonymousIndexMachine.TestCase.settings = settings(
     max_examples=150, stateful_step_count=30, deadline=None
 )
 TestAnonymousIndex = AnonymousIndexMachine.TestCase
+
+
+# -- the first hour: calls a new user writes (issue: no silent no-ops) -------------------------
+
+
+def test_when_may_be_given_as_a_keyword(scheduler: Scheduler, calls: list[Any]) -> None:
+    job = scheduler.schedule(calls.append, when=timedelta(seconds=5), args=("kw",))
+    assert job.next_run_time == FAKE_START + timedelta(seconds=5)
+    scheduler.run_for(5)
+    assert calls == ["kw"]
+
+
+def test_coroutine_functions_really_run_on_the_thread_scheduler(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    import asyncio
+
+    ran: list[tuple[str, float, str]] = []
+
+    async def fetch(name: str) -> str:
+        await asyncio.sleep(0)
+        run = current_run()
+        assert run is not None
+        ran.append((name, fake_clock.monotonic(), run.job.id))
+        return name
+
+    async def broken() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("inside the coroutine")
+
+    ok = scheduler.schedule(fetch, 1, args=("a",), id="fetch")
+    plain = scheduler.schedule(fetch, 2.0, args=("b",))  # the keyword-less inline path
+    bad = scheduler.schedule(broken, 3, id="broken")
+    assert scheduler.run_for(10) == 3
+    assert ran == [("a", 1.0, "fetch"), ("b", 2.0, plain.id)]
+    assert ok.state is JobState.COMPLETED and plain.state is JobState.COMPLETED
+    # Its body ran and raised: a failure, not a success.
+    assert bad.state is JobState.FAILED and isinstance(bad.last_error, ValueError)
+    assert scheduler.stats().succeeded == 2 and scheduler.stats().failed == 1
+
+
+def test_coroutine_jobs_run_when_stepped_from_inside_an_event_loop(
+    scheduler: Scheduler,
+) -> None:
+    import asyncio
+
+    ran: list[int] = []
+
+    async def job() -> None:
+        await asyncio.sleep(0)
+        ran.append(1)
+
+    async def main() -> None:
+        scheduler.schedule(job, 1)
+        scheduler.run_for(1)  # a loop already runs in this thread
+
+    asyncio.run(main())
+    assert ran == [1]
+
+
+def test_a_one_shot_in_the_past_runs_at_once_and_says_so(
+    scheduler: Scheduler, calls: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="duetime"):
+        job = scheduler.schedule(calls.append, FAKE_START - timedelta(hours=1), args=("late",))
+        scheduler.schedule(calls.append, At(FAKE_START - timedelta(seconds=1.5)), args=("at",))
+        scheduler.schedule(calls.append, FAKE_START + timedelta(hours=1), args=("future",))
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert len(messages) == 2
+    assert "3600.000 seconds in the past: the job runs at once" in messages[0]
+    assert "1.500 seconds in the past" in messages[1]
+    assert job.next_run_time == FAKE_START - timedelta(hours=1)
+    assert scheduler.run_pending() == 2 and calls == ["late", "at"]
+
+
+def test_step_until_never_runs_past_the_horizon(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    for t in (10, 20, 30):
+        scheduler.schedule(calls.append, t, args=(t,))
+    end = FAKE_START + timedelta(seconds=25)
+    steps = []
+    while (run := scheduler.step(until=end)) is not None:
+        steps.append(run.scheduled_time)
+    assert calls == [10, 20]
+    assert steps == [FAKE_START + timedelta(seconds=10), FAKE_START + timedelta(seconds=20)]
+    assert fake_clock.now() == end  # moved to the horizon, as run_until ends at its target
+    assert len(scheduler) == 1
+    # A horizon exactly at a due time includes it; epoch seconds work too.
+    assert scheduler.step(until=end.timestamp() + 5) is not None and calls == [10, 20, 30]
+    assert scheduler.step(until=end) is None  # nothing queued; the clock never moves back
+    assert fake_clock.now() == end + timedelta(seconds=5)

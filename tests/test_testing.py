@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
-from datetime import timezone
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
 
 from duetime import FakeClock, Scheduler
 from duetime.testing import FAKE_START
@@ -30,3 +33,19 @@ def test_scheduler_fixture_uses_the_fake_clock_utc_and_a_seeded_rng(
 def test_fixtures_come_from_the_installed_plugin(pytestconfig: object) -> None:
     manager = pytestconfig.pluginmanager  # type: ignore[attr-defined]
     assert manager.has_plugin("duetime")
+
+
+@pytest.mark.duetime_tz("Europe/Berlin")
+def test_scheduler_fixture_takes_a_zone_from_the_marker(scheduler: Scheduler) -> None:
+    job = scheduler.schedule(print, "0 9 * * *")  # a cron string is read in the zone
+    assert str(scheduler.tz) == "Europe/Berlin"
+    assert job.next_run_time == datetime(2026, 1, 6, 9, 0, tzinfo=ZoneInfo("Europe/Berlin"))
+
+
+class TestZoneByFixture:
+    @pytest.fixture
+    def duetime_tz(self) -> str:
+        return "Asia/Tokyo"
+
+    def test_overriding_duetime_tz(self, scheduler: Scheduler) -> None:
+        assert str(scheduler.tz) == "Asia/Tokyo"

@@ -7,10 +7,11 @@ validate and convert in one step and never hold a half-checked value.
 
 from __future__ import annotations
 
+import difflib
 import math
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from duetime.errors import InvalidArgument
 
@@ -84,7 +85,33 @@ def zone(name: str, value: object) -> tzinfo:
     try:
         return ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidArgument(f"{name} is not a known time zone: {value!r}") from exc
+        raise InvalidArgument(
+            f"{name} is not a known time zone: {value!r}{_zone_hint(value)}"
+        ) from exc
+
+
+def _zone_hint(value: str) -> str:
+    """``"; did you mean ...?"`` naming the nearest real zones, or ``""``.
+
+    Only on the error path: listing the zones reads the tz database (tens of milliseconds).
+    """
+    names = {n.lower(): n for n in available_timezones()}
+    wanted = value.lower().replace(" ", "_")
+    if wanted in names:
+        close = [wanted]
+    else:
+        close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.75)
+        # Name only the nearly-best ones: 'Europe/Berln' is Berlin, not also Dublin.
+        if close:
+            best = difflib.SequenceMatcher(None, wanted, close[0]).ratio()
+            close = [
+                c for c in close if difflib.SequenceMatcher(None, wanted, c).ratio() >= best - 0.02
+            ]
+    if not close:  # 'Berlin' for 'Europe/Berlin': match the city alone
+        close = [n for n in names if n.rsplit("/", 1)[-1] == wanted][:3]
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(names[c] for c in close) + "?"
 
 
 def integer(name: str, value: Any) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import FakeClock
+from duetime.errors import SchedulerShutdownError
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, _current
 from duetime.runner import HeadWatcher
@@ -209,9 +210,42 @@ class AsyncScheduler(Scheduler):
 
     _task: asyncio.Task[None] | None = None
 
+    def start(self) -> asyncio.Future[None]:  # type: ignore[override]
+        """Start the runner as a task on the running loop: ``await s.start()``.
+
+        The task starts at once; the returned future is done when the runner has installed
+        itself, so awaiting it is optional.
+
+        Raises:
+            RuntimeError: No asyncio loop is running in this thread. (A thread runner would
+                never await coroutine jobs, so an AsyncScheduler refuses to start without one.)
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "AsyncScheduler runs on a running asyncio loop: use 'async with "
+                "AsyncScheduler(...) as s:' or 'await s.start()' inside a coroutine, or use "
+                "Scheduler for a thread runner"
+            ) from None
+        if self._shutdown:
+            raise SchedulerShutdownError("start")
+        if self._runner is not None:
+            raise RuntimeError("the scheduler is already running; start() was called twice")
+        self._task = loop.create_task(self.run_async())
+        started: asyncio.Future[None] = loop.create_future()
+        # Callbacks run in order: the task's first step (which installs the runner) first.
+        loop.call_soon(started.set_result, None)
+        return started
+
+    def __enter__(self) -> AsyncScheduler:
+        raise TypeError(
+            "AsyncScheduler is an async context manager: use 'async with AsyncScheduler(...) "
+            "as s:' inside a coroutine (or Scheduler with a plain 'with')"
+        )
+
     async def __aenter__(self) -> AsyncScheduler:
-        self._task = asyncio.get_running_loop().create_task(self.run_async())
-        await asyncio.sleep(0)  # let the runner install itself
+        await self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

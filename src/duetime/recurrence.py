@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from duetime._validate import (
     NS_PER_SECOND,
@@ -26,6 +26,7 @@ from duetime._validate import (
     datetime_to_ns,
     duration_ns,
 )
+from duetime.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from duetime.clock import Clock
@@ -193,36 +194,151 @@ class After:
         return None, 0
 
 
-@dataclass(frozen=True, slots=True)
-class FixedRate:
-    """Every ``seconds`` of elapsed time, without drift.
+#: timedelta's keywords, largest first, in nanoseconds: the spellings of an interval.
+_UNITS = (
+    ("weeks", 604_800 * NS_PER_SECOND),
+    ("days", 86_400 * NS_PER_SECOND),
+    ("hours", 3_600 * NS_PER_SECOND),
+    ("minutes", 60 * NS_PER_SECOND),
+    ("seconds", NS_PER_SECOND),
+    ("milliseconds", 1_000_000),
+    ("microseconds", 1_000),
+)
+
+
+class _Interval:
+    """An immutable interval given as timedelta's keywords or one positional value.
+
+    ``FixedRate(minutes=5)``, ``FixedRate(300)`` and ``FixedRate(timedelta(minutes=5))`` are the
+    same interval. The spelling is kept for ``repr``, which reads back as written.
+    """
+
+    __slots__ = ("_ns", "_spec")
+    _ns: int
+    _spec: tuple[tuple[str, Any], ...]
+
+    def _set_interval(self, interval: Any, units: dict[str, Any]) -> None:
+        given = {k: v for k, v in units.items() if v is not None}
+        if interval is not None:
+            if given:
+                raise TypeError(
+                    f"{type(self).__name__}() takes an interval either positionally or as "
+                    f"keywords ({', '.join(given)}), not both: got {interval!r}"
+                )
+            # The positional form is named 'seconds' in messages: it is a number of seconds.
+            ns = duration_ns("seconds", interval, allow_zero=False)
+            spec: tuple[tuple[str, Any], ...] = (("", interval),)
+        elif not given:
+            raise TypeError(
+                f"{type(self).__name__}() needs an interval: seconds positionally or "
+                f"timedelta's keywords, e.g. {type(self).__name__}(minutes=5)"
+            )
+        else:
+            ns = 0
+            for unit, unit_ns in _UNITS:
+                if unit in given:
+                    value = given[unit]
+                    if unit != "seconds" and (
+                        isinstance(value, bool) or not isinstance(value, (int, float))
+                    ):
+                        raise TypeError(f"{unit} must be a number, got {value!r}")
+                    ns += duration_ns(unit, value) * unit_ns // NS_PER_SECOND
+            if ns == 0:
+                raise InvalidArgument(
+                    f"the interval must be positive, got "
+                    f"{', '.join(f'{k}={v!r}' for k, v in given.items())}"
+                )
+            spec = tuple((unit, given[unit]) for unit, _ in _UNITS if unit in given)
+        _setattr(self, "_ns", ns)
+        _setattr(self, "_spec", spec)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    @property
+    def interval(self) -> timedelta:
+        """The interval (to the microsecond)."""
+        return timedelta(microseconds=self._ns // 1_000)
+
+    @property
+    def seconds(self) -> float:
+        """The interval in seconds."""
+        return self._ns / NS_PER_SECOND
+
+    def _interval_repr(self) -> list[str]:
+        return [f"{k}={v!r}" if k else repr(v) for k, v in self._spec]
+
+
+class FixedRate(_Interval):
+    """Every interval of elapsed time, without drift.
 
     Occurrence k is due at ``anchor + k * interval``, computed and not accumulated, so a run that
     starts late does not push later ones back. Runs still going when the next is due are governed
     by the job's ``overlap``; occurrences missed entirely by its ``misfire`` policy.
 
     Args:
-        seconds: The period: seconds (> 0) or a timedelta.
+        interval: The period in seconds (> 0) or as a timedelta; or give it with timedelta's
+            keywords instead: ``FixedRate(minutes=5)``, ``FixedRate(hours=1, minutes=30)``.
+        weeks, days, hours, minutes, seconds, milliseconds, microseconds: The period as
+            timedelta's keywords (numbers, >= 0, adding up to more than zero).
         start: An aware datetime for the first occurrence (the anchor). If it is in the past,
-            the first occurrence is the first point of the grid ``start + k * seconds`` that is
-            not. Default: one period after scheduling.
+            the first occurrence is the first point of the grid ``start + k * interval`` that
+            is not. Default: one period after scheduling.
     """
 
-    seconds: float | int | timedelta
-    start: datetime | None = None
-    _ns: int = field(init=False, repr=False, compare=False)
-    _start_ns: int | None = field(init=False, repr=False, compare=False)
+    __slots__ = ("_start_ns", "start")
+    start: datetime | None
+    _start_ns: int | None
 
     timebase: ClassVar[int] = MONOTONIC
     after_finish: ClassVar[bool] = False
     recurring: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_ns", duration_ns("seconds", self.seconds, allow_zero=False))
+    def __init__(
+        self,
+        interval: float | int | timedelta | None = None,
+        /,
+        *,
+        weeks: float | None = None,
+        days: float | None = None,
+        hours: float | None = None,
+        minutes: float | None = None,
+        seconds: float | int | timedelta | None = None,
+        milliseconds: float | None = None,
+        microseconds: float | None = None,
+        start: datetime | None = None,
+    ) -> None:
+        self._set_interval(
+            interval,
+            {
+                "weeks": weeks,
+                "days": days,
+                "hours": hours,
+                "minutes": minutes,
+                "seconds": seconds,
+                "milliseconds": milliseconds,
+                "microseconds": microseconds,
+            },
+        )
         start_ns = None
+        if start is not None:
+            start_ns = datetime_to_ns(aware_datetime("start", start))
+        _setattr(self, "start", start)
+        _setattr(self, "_start_ns", start_ns)
+
+    def __repr__(self) -> str:
+        parts = self._interval_repr()
         if self.start is not None:
-            start_ns = datetime_to_ns(aware_datetime("start", self.start))
-        object.__setattr__(self, "_start_ns", start_ns)
+            parts.append(f"start={self.start!r}")
+        return f"FixedRate({', '.join(parts)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not FixedRate:
+            return NotImplemented
+        return self._ns == other._ns and self._start_ns == other._start_ns
+
+    def __hash__(self) -> int:
+        return hash((FixedRate, self._ns, self._start_ns))
 
     def first(self, env: Env) -> int | None:
         """One period from now, or the first grid point from ``start`` not in the past."""
@@ -247,40 +363,77 @@ class FixedRate:
         return due + (k + 1) * self._ns, k
 
 
-@dataclass(frozen=True, slots=True)
-class FixedDelay:
-    """Again ``seconds`` of elapsed time after each run finishes.
+class FixedDelay(_Interval):
+    """Again an interval of elapsed time after each run finishes.
 
     Args:
-        seconds: The pause between the end of one run and the start of the next: seconds (> 0)
-            or a timedelta.
+        interval: The pause between the end of one run and the start of the next, in seconds
+            (> 0) or as a timedelta; or give it with timedelta's keywords instead:
+            ``FixedDelay(minutes=5)``.
+        weeks, days, hours, minutes, seconds, milliseconds, microseconds: The pause as
+            timedelta's keywords (numbers, >= 0, adding up to more than zero).
         initial_delay: Delay before the first run, in seconds or as a timedelta. Default: the
-            same as ``seconds``.
+            same as the interval.
     """
 
-    seconds: float | int | timedelta
-    initial_delay: float | int | timedelta | None = None
-    _ns: int = field(init=False, repr=False, compare=False)
-    _initial_ns: int = field(init=False, repr=False, compare=False)
+    __slots__ = ("_initial_ns", "initial_delay")
+    initial_delay: float | int | timedelta | None
+    _initial_ns: int
 
     timebase: ClassVar[int] = MONOTONIC
     after_finish: ClassVar[bool] = True
     recurring: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        ns = duration_ns("seconds", self.seconds, allow_zero=False)
-        object.__setattr__(self, "_ns", ns)
-        initial = (
-            ns if self.initial_delay is None else duration_ns("initial_delay", self.initial_delay)
+    def __init__(
+        self,
+        interval: float | int | timedelta | None = None,
+        /,
+        *,
+        weeks: float | None = None,
+        days: float | None = None,
+        hours: float | None = None,
+        minutes: float | None = None,
+        seconds: float | int | timedelta | None = None,
+        milliseconds: float | None = None,
+        microseconds: float | None = None,
+        initial_delay: float | int | timedelta | None = None,
+    ) -> None:
+        self._set_interval(
+            interval,
+            {
+                "weeks": weeks,
+                "days": days,
+                "hours": hours,
+                "minutes": minutes,
+                "seconds": seconds,
+                "milliseconds": milliseconds,
+                "microseconds": microseconds,
+            },
         )
-        object.__setattr__(self, "_initial_ns", initial)
+        initial = self._ns if initial_delay is None else duration_ns("initial_delay", initial_delay)
+        _setattr(self, "initial_delay", initial_delay)
+        _setattr(self, "_initial_ns", initial)
+
+    def __repr__(self) -> str:
+        parts = self._interval_repr()
+        if self.initial_delay is not None:
+            parts.append(f"initial_delay={self.initial_delay!r}")
+        return f"FixedDelay({', '.join(parts)})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not FixedDelay:
+            return NotImplemented
+        return self._ns == other._ns and self._initial_ns == other._initial_ns
+
+    def __hash__(self) -> int:
+        return hash((FixedDelay, self._ns, self._initial_ns))
 
     def first(self, env: Env) -> int | None:
         """``initial_delay`` from now."""
         return env.clock.monotonic_ns() + self._initial_ns
 
     def next(self, due: int, env: Env) -> int | None:
-        """``seconds`` after now (called when the previous run has finished)."""
+        """The interval after now (called when the previous run has finished)."""
         return env.clock.monotonic_ns() + self._ns
 
     def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:

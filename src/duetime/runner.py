@@ -126,18 +126,9 @@ class Runner(HeadWatcher):
         if spec is None:
             spec = cf.ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="duetime-worker")
             self._owned.append(spec)
-        elif not inline and not isinstance(spec, cf.Executor):
-            raise TypeError(
-                f"executor must be 'inline', None or a concurrent.futures.Executor, got {spec!r}"
-            )
+        # (The Scheduler checked both specs when it was built.)
         self._default: cf.Executor | None = None if inline else spec
         self._named: dict[str, Any] = dict(scheduler._executors_spec)
-        for name, ex in self._named.items():
-            if ex != "inline" and not isinstance(ex, cf.Executor):
-                raise TypeError(
-                    f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
-                    f"got {ex!r}"
-                )
 
     # -- life -------------------------------------------------------------------------------------
 

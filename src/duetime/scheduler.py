@@ -17,7 +17,9 @@ which is the seam a durable store will journal.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import itertools
 import logging
 import math
@@ -27,9 +29,11 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from heapq import heappop
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime._timers import (
@@ -138,6 +142,28 @@ _CANCELLED = JobState.CANCELLED
 _SCHEDULED = JobState.SCHEDULED
 _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 _INF = float("inf")
+#: ``schedule()``'s default for ``when``, so that leaving it out gets a message saying how.
+_NO_WHEN: Any = object()
+
+
+def _await(coro: Any) -> Any:
+    """Run a coroutine that a job returned to completion, in an event loop of this thread.
+
+    A coroutine function scheduled on the thread runner or stepped by hand must really run, not
+    leave a coroutine object behind while its run counts as a success. Each run gets a fresh
+    loop (``asyncio.run``); AsyncScheduler is the way to share one loop with the application.
+    Called from code that already runs a loop in this thread (``run_until`` inside an async
+    test), the coroutine runs on a helper thread with its own loop, in the same context.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    ctx = contextvars.copy_context()
+    with ThreadPoolExecutor(1, thread_name_prefix="duetime-await") as pool:
+        return pool.submit(ctx.run, asyncio.run, coro).result()
+
+
 # Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
 _SHORTHAND = (float, int, datetime)
 
@@ -336,11 +362,25 @@ class Scheduler:
         # Events raised while the lock is held wait here until the lock is released.
         self._pending_events: list[Event] = []
         self._runner: RunnerLike | None = None
-        self._executor_spec = executor
-        self._executors_spec = dict(executors or {})
-        for name in self._executors_spec:
+        # Checked here, not when start() builds the runner: a typo should fail where it is
+        # written, not minutes later in a deployment.
+        if executor is not None and executor != "inline" and not isinstance(executor, Executor):
+            raise TypeError(
+                f"executor must be 'inline', None or a concurrent.futures.Executor, "
+                f"got {executor!r}"
+            )
+        if executors is not None and not isinstance(executors, dict):
+            raise TypeError(f"executors must be a dict of name -> executor, got {executors!r}")
+        for name, ex in (executors or {}).items():
             if not isinstance(name, str):
                 raise TypeError(f"executors keys must be str, got {name!r}")
+            if ex != "inline" and not isinstance(ex, Executor):
+                raise TypeError(
+                    f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
+                    f"got {ex!r}"
+                )
+        self._executor_spec = executor
+        self._executors_spec = dict(executors or {})
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -365,7 +405,12 @@ class Scheduler:
     # -- scheduling -----------------------------------------------------------------------------
 
     def schedule(
-        self, func: Callable[..., Any], when: Any, /, **options: Unpack[ScheduleOptions]
+        self,
+        func: Callable[..., Any],
+        /,
+        when: Any = _NO_WHEN,
+        *misplaced: Any,
+        **options: Unpack[ScheduleOptions],
     ) -> Job:
         """Schedule ``func(*args, **kwargs)`` to run ``when``.
 
@@ -410,7 +455,13 @@ class Scheduler:
         # bulk of a simulation's scheduling, then skips binding fifteen defaults and checking
         # each: an anonymous one-shot delay is created and queued right here. Anything else
         # goes through _schedule, which validates every option by name.
-        if options or not callable(func):
+        if options or misplaced or not callable(func):
+            if misplaced:
+                raise TypeError(
+                    f"schedule() takes the job's arguments as args=(...), not positionally: "
+                    f"write schedule(func, when, args={misplaced!r}) "
+                    f"(got {len(misplaced)} extra positional argument(s))"
+                )
             for keyword in options:
                 if keyword not in _OPTION_NAMES:
                     raise TypeError(
@@ -480,6 +531,11 @@ class Scheduler:
         # bad input can never leave the scheduler half-updated.
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
+        if when is _NO_WHEN:
+            raise TypeError(
+                "schedule() needs when: schedule(func, when), e.g. schedule(func, 30) for "
+                "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
+            )
         trigger, first = self._when(when)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
@@ -665,9 +721,25 @@ class Scheduler:
         if cls is int and when >= 0:
             return when, self._clock.monotonic_ns() + when * NS_PER_SECOND
         if cls is datetime:
-            return when, datetime_to_ns(aware_datetime("when", when))
+            first = datetime_to_ns(aware_datetime("when", when))
+            self._note_past(when, first)
+            return when, first
         trigger = self._recurrence("when", when)
-        return trigger, trigger.first(self._env)
+        due = trigger.first(self._env)
+        if type(trigger) is At and due is not None:
+            self._note_past(trigger.when, due)
+        return trigger, due
+
+    def _note_past(self, when: datetime, first: int) -> None:
+        """Say at INFO that a one-shot in the past will run at once (it is not dropped)."""
+        late = self._clock.time_ns() - first
+        if late > 0:
+            logger.info(
+                "when %s is %.3f seconds in the past: the job runs at once (a one-shot "
+                "always runs late rather than never)",
+                when.isoformat(),
+                late / NS_PER_SECOND,
+            )
 
     def _recurrence(self, param: str, when: Any) -> Recurrence:
         """Turn the other forms of ``when`` into a Recurrence (validating them)."""
@@ -1389,6 +1461,8 @@ class Scheduler:
         try:
             kwargs = job.kwargs
             result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
+            if type(result) is CoroutineType:
+                result = _await(result)
         except Exception as exc:
             _current.reset(token)
             return (occ, None, exc)
@@ -1497,6 +1571,7 @@ class Scheduler:
             retry_at = mono + round(delay * NS_PER_SECOND)
             self._queue_side(_Side(job, base, base_tb, attempt + 1, delay), retry_at)
             self._stats.retried += 1
+            # One line per attempt that will be retried; the traceback belongs to the last one.
             logger.warning(
                 "job %r attempt %d failed (%s: %s); retrying in %.3f s",
                 job.id,
@@ -1504,15 +1579,15 @@ class Scheduler:
                 type(error).__name__,
                 error,
                 delay,
-                exc_info=error,
             )
         else:
             logger.error(
-                "job %r attempt %d failed (%s: %s)",
+                "job %r attempt %d failed (%s: %s)%s",
                 job.id,
                 attempt,
                 type(error).__name__,
                 error,
+                "" if isinstance(policy, NoRetry) else f"; it is dead after {attempt} attempt(s)",
                 exc_info=error,
             )
         if self._listeners:
@@ -1531,8 +1606,6 @@ class Scheduler:
             return False, False
         # The occurrence is dead.
         self._stats.dead += 1
-        if not isinstance(policy, NoRetry):
-            logger.error("job %r is dead after %d attempt(s)", job.id, attempt)
         if self._listeners:
             events.append(
                 JobDead(job.id, self._now_dt(), self._to_datetime(base, base_tb), attempt, error)
@@ -1657,21 +1730,33 @@ class Scheduler:
                 count += 1
         return count
 
-    def step(self) -> Run | None:
+    def step(self, until: datetime | float | int | None = None) -> Run | None:
         """Jump the clock to the next due occurrence and run it (needs a steppable clock).
 
         An occurrence already overdue runs without moving the clock. Occurrences that are
         skipped or deferred on the way do not count: ``step`` returns the first that ran.
 
+        Args:
+            until: A horizon (an aware datetime, or epoch seconds): if the next occurrence is
+                due after it, nothing runs and the clock is moved to ``until``, so that
+                ``while s.step(until=end): ...`` never runs past the end of a simulation.
+                Default: no horizon.
+
         Returns:
-            The ``Run`` that ran, or None if nothing is queued.
+            The ``Run`` that ran, or None if nothing is queued (by ``until``).
         """
         clock = self._steppable("step")
+        horizon = None if until is None else self._target("until", until)
         while True:
             with self._lock:
                 wall = clock.time_ns()
                 mono = clock.monotonic_ns()
                 head = self._head(wall, mono)
+                if horizon is not None and (head is None or head[2] > horizon - wall + mono):
+                    # (head[2] is on the monotonic axis; the horizon is wall-clock.)
+                    if horizon > wall:
+                        clock.advance_ns(horizon - wall)
+                    return None
                 if head is None:
                     return None
                 tb, entry, due = head
@@ -1706,15 +1791,18 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
         """
         clock = self._steppable("run_until")
+        return self._run_to(clock, self._target("when", when))
+
+    @staticmethod
+    def _target(param: str, when: datetime | float | int) -> int:
+        """A wall-clock target (aware datetime or epoch seconds) in epoch nanoseconds."""
         if isinstance(when, datetime):
-            target = datetime_to_ns(aware_datetime("when", when))
-        elif isinstance(when, (int, float)) and not isinstance(when, bool):
+            return datetime_to_ns(aware_datetime(param, when))
+        if isinstance(when, (int, float)) and not isinstance(when, bool):
             if isinstance(when, float) and not math.isfinite(when):
-                raise InvalidArgument(f"when must be a finite epoch time, got {when!r}")
-            target = round(when * NS_PER_SECOND)
-        else:
-            raise TypeError(f"when must be an aware datetime or epoch seconds, got {when!r}")
-        return self._run_to(clock, target)
+                raise InvalidArgument(f"{param} must be a finite epoch time, got {when!r}")
+            return round(when * NS_PER_SECOND)
+        raise TypeError(f"{param} must be an aware datetime or epoch seconds, got {when!r}")
 
     def run_for(self, seconds: float | int | timedelta) -> int:
         """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta)."""
@@ -1896,6 +1984,8 @@ class Scheduler:
                 try:
                     kwargs = job.kwargs
                     result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
+                    if type(result) is CoroutineType:
+                        result = _await(result)
                 except Exception as exc:
                     current_reset(token)
                     done = (occ, None, exc)

@@ -21,11 +21,18 @@ import pytest
 from duetime.clock import FakeClock
 from duetime.scheduler import Scheduler
 
-__all__ = ["FAKE_START", "fake_clock", "scheduler"]
+__all__ = ["FAKE_START", "duetime_tz", "fake_clock", "pytest_configure", "scheduler"]
 
 #: Where ``fake_clock`` starts: a Monday, 08:00 UTC, so weekday and office-hour rules have
 #: something to bite on.
 FAKE_START = datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def duetime_tz() -> str:
+    """The ``scheduler`` fixture's zone: ``"UTC"``. Override this fixture (or use the
+    ``duetime_tz`` marker) to test in another zone."""
+    return "UTC"
 
 
 @pytest.fixture
@@ -34,10 +41,26 @@ def fake_clock() -> FakeClock:
     return FakeClock(start=FAKE_START)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``duetime_tz`` marker (so ``--strict-markers`` accepts it)."""
+    config.addinivalue_line(
+        "markers", "duetime_tz(zone): the zone of the scheduler fixture (default UTC)"
+    )
+
+
 @pytest.fixture
-def scheduler(fake_clock: FakeClock) -> Iterator[Scheduler]:
-    """A ``Scheduler`` on ``fake_clock``, zone UTC, ``random.Random(0)``; shut down afterwards."""
-    s = Scheduler(clock=fake_clock, tz="UTC", rng=random.Random(0))
+def scheduler(fake_clock: FakeClock, request: pytest.FixtureRequest) -> Iterator[Scheduler]:
+    """A ``Scheduler`` on ``fake_clock``, ``random.Random(0)``; shut down afterwards.
+
+    Its zone is UTC unless the test says otherwise, with a marker or by parametrizing the
+    ``duetime_tz`` fixture::
+
+        @pytest.mark.duetime_tz("Europe/Berlin")
+        def test_office_hours(scheduler): ...
+    """
+    marker = request.node.get_closest_marker("duetime_tz")
+    tz = marker.args[0] if marker is not None else request.getfixturevalue("duetime_tz")
+    s = Scheduler(clock=fake_clock, tz=tz, rng=random.Random(0))
     try:
         yield s
     finally:
