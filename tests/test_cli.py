@@ -8,6 +8,11 @@ import pytest
 from duetime.__main__ import main
 
 
+def fire_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The header and the fire lines of a cron preview (without its DST notes)."""
+    return [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("  --")]
+
+
 def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -21,7 +26,7 @@ def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> N
 def test_cron_command_marks_dst(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["cron", "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2026-03-28", "-n", "3"])
     assert code == 0
-    out = capsys.readouterr().out.splitlines()
+    out = fire_lines(capsys)
     assert "fixed-timed" in out[0]
     assert out[1].split()[:2] == ["2026-03-28", "02:30:00"]
     assert out[2].split()[:2] == ["2026-03-29", "03:30:00"]  # the gap: fold=0 reading
@@ -33,7 +38,7 @@ def test_cron_command_shows_both_passes_of_a_repeated_hour(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     main(["cron", "0 * * * *", "--tz", "America/New_York", "--from", "2026-11-01T00:30", "-n", "3"])
-    out = capsys.readouterr().out.splitlines()
+    out = fire_lines(capsys)
     assert "01:00:00 EDT" in out[1] and "first pass" in out[1]
     assert "01:00:00 EST" in out[2] and "second pass" in out[2]
     assert "02:00:00 EST" in out[3]
@@ -51,3 +56,122 @@ def test_module_entry_point_runs() -> None:
         [sys.executable, "-m", "duetime", "demo"], capture_output=True, text=True, check=True
     )
     assert "backup_database" in proc.stdout
+
+
+def preview(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert main(["cron", *argv]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_preview_says_which_times_a_spring_forward_skips(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = preview(
+        capsys, "*/30 2 * * *", "--tz", "Europe/Berlin", "--from", "2027-03-28", "-n", "2"
+    )
+    assert out[1] == (
+        "  -- 2027-03-28: clocks jump from 02:00 to 03:00 (UTC+01:00 -> UTC+02:00); 02:00, 02:30 "
+        "do not exist that day and are skipped (wildcard-timed)"
+    )
+    assert out[2].split()[:2] == ["2027-03-29", "02:00:00"]
+    fixed = preview(
+        capsys, "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2027-03-28", "-n", "1"
+    )
+    assert "02:30 does not exist that day and fires 1 hour later (fixed-timed)" in fixed[1]
+    assert fixed[2].split()[:2] == ["2027-03-28", "03:30:00"]
+
+
+def test_preview_says_which_times_a_fall_back_repeats(capsys: pytest.CaptureFixture[str]) -> None:
+    out = preview(capsys, "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2027-10-31", "-n", "2")
+    notes = [ln for ln in out if ln.startswith("  --")]
+    assert notes == [
+        "  -- 2027-10-31: clocks go back from 03:00 to 02:00 (UTC+02:00 -> UTC+01:00); 02:30 "
+        "happens twice and fires once, in the first pass (fixed-timed)"
+    ]
+    wild = preview(
+        capsys, "*/30 2 * * *", "--tz", "Europe/Berlin", "--from", "2027-10-31", "-n", "4"
+    )
+    assert any(
+        "02:00, 02:30 happen twice and fire in both passes (wildcard-timed)" in ln for ln in wild
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "note"),
+    [
+        (
+            "2027-03-28T02:30",
+            "note: --from 2027-03-28T02:30 does not exist in Europe/Berlin (clocks go forward); "
+            "read as 2027-03-28 03:30:00 CEST (+0200), Python's PEP 495 fold=0 reading",
+        ),
+        (
+            "2027-10-31T02:30",
+            "note: --from 2027-10-31T02:30 happens twice in Europe/Berlin (clocks go back); read "
+            "as the first, 2027-10-31 02:30:00 CEST (+0200)",
+        ),
+    ],
+)
+def test_a_from_in_a_gap_or_fold_says_how_it_was_read(
+    capsys: pytest.CaptureFixture[str], start: str, note: str
+) -> None:
+    out = preview(capsys, "0 9 * * *", "--tz", "Europe/Berlin", "--from", start, "-n", "1")
+    assert out[1] == f"  {note}"
+
+
+BAD_ARGUMENTS = [
+    (["cron", "0 9 * * *", "-n", "-1"], "-n must be at least 1, got -1"),
+    (["cron", "0 9 * * *", "-n", "0"], "-n must be at least 1, got 0"),
+    (["cron", "0 9 * * *", "-n", "x"], "argument -n: invalid int value: 'x'"),
+    (["cron", "61 * * * *"], "'61 * * * *'"),
+    (["cron", "0 9 * *"], "expr must have 5 fields"),
+    (["cron", "0 0 30 2 *"], "can never match"),
+    (["cron", "0 9 * * *", "--tz", "Europe/Berln"], "did you mean Europe/Berlin?"),
+    (["cron", "0 9 * * *", "--from", "yesterday"], "--from must be an ISO date"),
+    (["cron"], "the following arguments are required: expr"),
+    (["cron", "0 9 * * *", "--bogus"], "unrecognized arguments: --bogus"),
+    (["demo", "extra"], "unrecognized arguments: extra"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+    ([], "the following arguments are required: command"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"), BAD_ARGUMENTS, ids=[" ".join(a[0]) or "none" for a in BAD_ARGUMENTS]
+)
+def test_every_bad_argument_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("python -m duetime") and message in line and "Traceback" not in line
+
+
+def test_bad_arguments_exit_2_without_a_traceback_in_a_real_process() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "duetime", "cron", "0 9 * * *", "-n", "-1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "python -m duetime cron: error: -n must be at least 1, got -1 (see --help)"
+    )
+
+
+def test_help_is_plain_text_and_explains_the_timing_tags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["cron", "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and ":func:" not in text
+    assert "fixed-timed     minute and hour are fixed" in text
+    assert "wildcard-timed  minute or hour starts with '*'" in text
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "``" not in top and "cron" in top and "demo" in top

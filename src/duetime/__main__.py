@@ -1,15 +1,19 @@
-"""The command line: ``python -m duetime demo`` and ``python -m duetime cron EXPR``."""
+"""The command line: ``python -m duetime demo`` and ``python -m duetime cron EXPR``.
+
+Every bad argument ends in one line on stderr and exit status 2, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import NoReturn
 
 from duetime._validate import zone
-from duetime.clock import FakeClock
-from duetime.cron import Cron, _offset, fire_times
+from duetime.clock import FakeClock, SystemClock
+from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import InvalidArgument
 from duetime.scheduler import Scheduler
 
@@ -45,60 +49,182 @@ def demo() -> int:
     return 0
 
 
+_KINDS = """\
+How cron times meet daylight saving time (docs/time.md):
+  fixed-timed     minute and hour are fixed ("30 2 * * *"): each matching local time fires
+                  once. A time that happens twice (clocks go back) fires in the first pass; a
+                  time that does not exist (clocks go forward) fires at the same distance past
+                  the change, 02:30 becoming 03:30 (Python's PEP 495 fold=0 reading).
+  wildcard-timed  minute or hour starts with '*' ("*/30 2 * * *"): fires at every real
+                  instant whose local time matches, so twice in a repeated hour and not at all
+                  in a skipped one.
+"""
+
+
+class _Usage(Exception):
+    """A bad command-line argument: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Usage(message)
+
+
+def _local(when: datetime, tz: tzinfo) -> str:
+    return f"{when.astimezone(tz):%Y-%m-%d %H:%M:%S %Z (%z)}"
+
+
+def _read_from(start: str | None, tz: tzinfo) -> tuple[datetime, str | None]:
+    """``--from`` as an aware datetime, and a note if a naive one fell in a gap or fold."""
+    if start is None:
+        return datetime.fromtimestamp(SystemClock().time(), timezone.utc), None
+    try:
+        after = datetime.fromisoformat(start)
+    except ValueError:
+        raise _Usage(
+            f"--from must be an ISO date or date-time such as 2027-03-28 or "
+            f"2027-03-28T02:30, got {start!r}"
+        ) from None
+    if after.tzinfo is not None:
+        return after, None
+    first, second = after.replace(tzinfo=tz, fold=0), after.replace(tzinfo=tz, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return first, None
+    # The instant, shown as it reads on the zone's clocks (a gap time reads differently).
+    first = first.astimezone(timezone.utc).astimezone(tz)
+    if first.replace(tzinfo=None) == after:
+        return first, (
+            f"note: --from {start} happens twice in {tz} (clocks go back); read as the first, "
+            f"{_local(first, tz)}"
+        )
+    return first, (
+        f"note: --from {start} does not exist in {tz} (clocks go forward); read as "
+        f"{_local(first, tz)}, Python's PEP 495 fold=0 reading"
+    )
+
+
+def _times(local: tuple[datetime, ...]) -> str:
+    return ", ".join(f"{t:%H:%M:%S}" if t.second else f"{t:%H:%M}" for t in local)
+
+
+def _span(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds()) // 60
+    if minutes % 60:
+        return f"{minutes} minutes"
+    return "1 hour" if minutes == 60 else f"{minutes // 60} hours"
+
+
+def _transition_line(t: Transition, wildcard: bool) -> str:
+    """One line saying what a DST change does to the expression's times (nothing is silent)."""
+    lo, hi = t.local_range
+    shift = f"{_hhmm(t.offset_before)} -> {_hhmm(t.offset_after)}"
+    if t.gap:
+        head = f"  -- {lo:%Y-%m-%d}: clocks jump from {lo:%H:%M} to {hi:%H:%M} ({shift})"
+    else:
+        head = f"  -- {lo:%Y-%m-%d}: clocks go back from {hi:%H:%M} to {lo:%H:%M} ({shift})"
+    if not t.affected:
+        return head
+    one = len(t.affected) == 1
+    what = _times(t.affected)
+    if t.gap and wildcard:
+        verb = "does not exist that day and is" if one else "do not exist that day and are"
+        return f"{head}; {what} {verb} skipped (wildcard-timed)"
+    if t.gap:
+        verb = "does not exist that day and fires" if one else "do not exist that day and fire"
+        return (
+            f"{head}; {what} {verb} {_span(t.offset_after - t.offset_before)} later (fixed-timed)"
+        )
+    verb = "happens twice and fires" if one else "happen twice and fire"
+    if wildcard:
+        return f"{head}; {what} {verb} in both passes (wildcard-timed)"
+    return f"{head}; {what} {verb} once, in the first pass (fixed-timed)"
+
+
 def cron(expr: str, tz_name: str, count: int, start: str | None) -> int:
-    """Print the next fire times of a cron expression, marking those near a DST change."""
+    """Print the next fire times of a cron expression, saying what DST changes do to it."""
+    if count < 1:
+        raise _Usage(f"-n must be at least 1, got {count}")
     try:
         tz = zone("--tz", tz_name)
         c = Cron(expr, tz=tz)
-        if start is None:
-            after = datetime.now(timezone.utc)
-        else:
-            after = datetime.fromisoformat(start)
-            if after.tzinfo is None:
-                after = after.replace(tzinfo=tz)
-    except (InvalidArgument, ValueError, TypeError) as exc:
-        print(f"duetime cron: {exc}", file=sys.stderr)
-        return 2
+    except (InvalidArgument, TypeError) as exc:
+        raise _Usage(str(exc)) from None
+    after, note = _read_from(start, tz)
     kind = "wildcard-timed" if c.wildcard_timed else "fixed-timed"
     print(f"{expr!r} in {tz_name} ({kind}), after {after.isoformat()}:")
-    previous = _offset(tz, int(after.timestamp()))
+    if note:
+        print(f"  {note}")
+    previous_fire = after
     for fire in fire_times(c, after, count):
+        for t in transitions(c, previous_fire, fire):
+            print(_transition_line(t, c.wildcard_timed))
         local = fire.astimezone(tz)
-        here = _offset(tz, int(fire.timestamp()))
         marks = []
-        if here != previous:
-            marks.append(f"DST change {_hhmm(previous)} -> {_hhmm(here)} before this fire")
+        before, here = previous_fire.astimezone(tz).utcoffset(), local.utcoffset()
+        if before is not None and here is not None and here != before:
+            marks.append(f"DST change {_hhmm(before)} -> {_hhmm(here)} before this fire")
         other = local.replace(fold=1 - local.fold).astimezone(timezone.utc)
         if other != fire.astimezone(timezone.utc):
             which = "first" if local.fold == 0 else "second"
             marks.append(f"repeated hour, {which} pass")
-        previous = here
+        previous_fire = fire
         utc = fire.astimezone(timezone.utc)
         mark = f"  <- {'; '.join(marks)}" if marks else ""
-        print(f"  {local:%Y-%m-%d %H:%M:%S %Z (%z)}   {utc:%Y-%m-%d %H:%M:%S} UTC{mark}")
+        print(f"  {_local(local, tz)}   {utc:%Y-%m-%d %H:%M:%S} UTC{mark}")
     return 0
 
 
-def _hhmm(offset: int) -> str:
-    sign = "-" if offset < 0 else "+"
-    offset = abs(offset)
-    return f"UTC{sign}{offset // 3600:02d}:{offset % 3600 // 60:02d}"
+def _hhmm(offset: timedelta) -> str:
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    seconds = abs(seconds)
+    return f"UTC{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m duetime``."""
-    parser = argparse.ArgumentParser(prog="python -m duetime", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run a simulated day of jobs on a FakeClock")
-    p_cron = sub.add_parser("cron", help="print the next fire times of a cron expression")
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="python -m duetime",
+        description="duetime's command line: a demo, and a preview of cron expressions.",
+        epilog="Bad arguments exit with status 2 and one line saying what was wrong.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser(
+        "demo",
+        help="run a simulated day of jobs on a FakeClock",
+        description="Schedule a few jobs on a simulated day (a FakeClock) and run it at once.",
+    )
+    p_cron = sub.add_parser(
+        "cron",
+        help="print the next fire times of a cron expression",
+        description="Print the next fire times of a cron expression, in local time and UTC,\n"
+        "and what daylight-saving changes on the way do to it.",
+        epilog=_KINDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p_cron.add_argument("expr", help='cron expression, e.g. "30 2 * * *"')
     p_cron.add_argument("--tz", default="UTC", help="IANA zone (default UTC)")
     p_cron.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
-    p_cron.add_argument("--from", dest="start", help="ISO date-time to start after (default now)")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return demo()
-    return cron(args.expr, args.tz, args.n, args.start)
+    p_cron.add_argument(
+        "--from",
+        dest="start",
+        help="ISO date or date-time to start after, read in --tz if it has no offset "
+        "(default: now)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m duetime``: returns the exit status (2: bad arguments)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "demo":
+            return demo()
+        return cron(args.expr, args.tz, args.n, args.start)
+    except _Usage as exc:
+        command = f"{parser.prog} {args.command}" if "args" in locals() else parser.prog
+        print(f"{command}: error: {exc} (see --help)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, int
 from duetime.errors import InvalidArgument
 from duetime.recurrence import WALL, Env, _skip_by_walking
 
-__all__ = ["Cron", "fire_times"]
+__all__ = ["Cron", "Transition", "fire_times", "transitions"]
 
 _ALIASES = {
     "@yearly": "0 0 1 1 *",
@@ -87,17 +87,20 @@ class Cron:
 
     Args:
         expr: 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first;
-            names (``jan``, ``mon``), ranges, steps, ``L`` (last day of month), ``L5`` (last
-            Friday), ``mon#2`` (second Monday), ``@daily``-style aliases. Weekdays 0 and 7 are
-            Sunday; day-of-month and day-of-week are OR-ed when both are restricted, as in
-            crontab(5).
+            names (``jan``, ``mon``), ranges, steps, ``L`` (last day of month), ``LW`` (last
+            weekday of month), ``15W`` (weekday nearest the 15th), ``L5``/``5L`` (last Friday),
+            ``mon#2`` (second Monday), ``@daily``-style aliases. Weekdays 0 and 7 are Sunday.
+            As in crontab(5), a day field is restricted when it does not start with ``*``;
+            the two day fields are OR-ed when both are restricted and AND-ed otherwise, and
+            ``L``, ``W`` and ``#`` follow the same rule (docs/time.md).
         tz: IANA zone name or tzinfo the expression is read in. None: the scheduler's zone.
         start: Aware datetime; no fire before it.
         end: Aware datetime; no fire after it (inclusive).
 
     Raises:
-        InvalidArgument: The expression is invalid or can never match, the zone is unknown,
-            or ``end`` is before ``start``.
+        InvalidArgument: The expression is invalid or has no fire in 28 years (the
+            calendar's whole weekday cycle), the zone is unknown, or ``end`` is before
+            ``start``.
     """
 
     expr: str
@@ -105,6 +108,7 @@ class Cron:
     start: datetime | None = None
     end: datetime | None = None
     _fields: str = field(init=False, repr=False, compare=False)
+    _parts: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _zone: tzinfo | None = field(init=False, repr=False, compare=False)
     _wildcard: bool = field(init=False, repr=False, compare=False)
     _start_s: int | None = field(init=False, repr=False, compare=False)
@@ -134,15 +138,9 @@ class Cron:
                         f"expr uses croniter's hashed/random syntax {part!r}, which is not "
                         f"deterministic: {expr!r}"
                     )
-        try:
-            croniter(text, _EPOCH_NAIVE, second_at_beginning=True)
-            if not croniter.is_valid(text, second_at_beginning=True, strict=True):
-                raise InvalidArgument(f"expr can never match any date: {expr!r}")
-        except InvalidArgument:
-            raise
-        except (ValueError, AttributeError, KeyError, TypeError) as exc:
-            raise InvalidArgument(f"expr is not a valid cron expression: {expr!r} ({exc})") from exc
+        parts = _union(fields, expr)
         minute, hour = (fields[0], fields[1]) if len(fields) == 5 else (fields[1], fields[2])
+        set_(self, "_parts", parts)
         set_(self, "_fields", text)
         set_(self, "_wildcard", minute.startswith("*") or hour.startswith("*"))
         set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
@@ -199,15 +197,25 @@ class Cron:
     def _naive_next(self, local_s: int) -> int | None:
         """First naive local time (as seconds) strictly after ``local_s`` that matches."""
         local = self._state.local
-        it = getattr(local, "it", None)
-        if it is None:
-            it = croniter(self._fields, _EPOCH_NAIVE, second_at_beginning=True)
-            local.it = it
-        try:
-            nxt = it.get_next(datetime, start_time=_EPOCH_NAIVE + timedelta(seconds=local_s))
-        except (ValueError, OverflowError):  # croniter's "no match in 50 years", year 9999
-            return None
-        return (nxt - _EPOCH_NAIVE) // _SECOND
+        its: list[croniter] | None = getattr(local, "its", None)
+        if its is None:
+            its = local.its = [_iterator(part) for part in self._parts]
+        start = _EPOCH_NAIVE + timedelta(seconds=local_s)
+        if len(its) == 1:  # almost every expression: one croniter, no union to take
+            try:
+                nxt: datetime = its[0].get_next(datetime, start_time=start)
+            except (ValueError, OverflowError):  # croniter's "no match in 50 years", year 9999
+                return None
+            return (nxt - _EPOCH_NAIVE) // _SECOND
+        best: datetime | None = None
+        for it in its:
+            try:
+                nxt = it.get_next(datetime, start_time=start)
+            except (ValueError, OverflowError):  # croniter's "no match in 50 years", year 9999
+                continue
+            if best is None or nxt < best:
+                best = nxt
+        return None if best is None else (best - _EPOCH_NAIVE) // _SECOND
 
     def next_fire(self, t: int, tz: tzinfo) -> int | None:
         """The first fire instant strictly after epoch second ``t`` in zone ``tz``, or None."""
@@ -282,6 +290,112 @@ class Cron:
         return False, c_last
 
 
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
+_WEEKDAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
+#: ``5L`` / ``friL`` (Quartz's and cronsim's spelling of "the last Friday"): croniter says ``L5``.
+_LAST_WEEKDAY = re.compile(r"^([0-7]|[a-z]{3})l$")
+_RANGE = re.compile(r"^(\w+)-(\w+)(?:/\d+)?$")
+#: The calendar's weekday pattern repeats every 28 years (between 1901 and 2099): a part with no
+#: fire in the 28 years from here has none at all. 2001 starts a cycle clear of 2000 and 2100.
+_CYCLE_START = datetime(2001, 1, 1)
+_CYCLE_END = datetime(2029, 1, 1)
+
+
+def _value(item: str, names: dict[str, int]) -> int | None:
+    """The number an item of a field names (``"5"``, ``"may"``), or None."""
+    if item.isdigit():
+        return int(item)
+    return names.get(item)
+
+
+def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
+    """A field's list items as ``(plain, special)``: special ones (``L``, ``W``, ``#``) each
+    need a croniter expression of their own, because croniter drops or refuses the other items
+    of a list that holds one (``6#3,sat`` would silently be the third Saturday only)."""
+    plain: list[str] = []
+    special: list[str] = []
+    for raw in field.split(","):
+        item = raw
+        m = _RANGE.match(item)
+        if m is not None:
+            a, b = _value(m[1], names), _value(m[2], names)
+            if a is not None and a == b:
+                # croniter reads an equal range ("5-5", "wed-wed") as the whole field.
+                item = m[1]
+        if names is _WEEKDAYS:
+            m = _LAST_WEEKDAY.match(item)
+            if m is not None and _value(m[1], names) is not None:
+                item = f"l{_value(m[1], names)}"
+        elif item == "lw":
+            # The last weekday of the month: croniter clamps 31 to the month's last day and
+            # takes the nearest weekday inside the month, which is exactly that.
+            item = "31w"
+        if "l" in item.replace("jul", "") or "w" in item.replace("wed", "") or "#" in item:
+            special.append(item)
+        else:
+            plain.append(item)
+    return plain, special
+
+
+def _day_groups(field: str, names: dict[str, int]) -> list[str]:
+    """One croniter field per group of a day field's items that croniter can take together."""
+    plain, special = _items(field, names)
+    if "*" in plain:
+        return ["*"]  # every day already
+    return ([",".join(plain)] if plain else []) + special
+
+
+def _union(fields: list[str], expr: str) -> tuple[str, ...]:
+    """The expression as croniter expressions, each read with ``day_or=False`` (AND), whose
+    union is its meaning; never-firing ones dropped.
+
+    The day fields follow crontab(5) (Vixie cron, cronie, cronsim): they are OR-ed when both
+    are restricted, a field being restricted when it does not start with ``*``
+    (``1 1 1-7 * */7`` is the first Sunday of each month), and AND-ed otherwise. ``L``, ``W`` and
+    ``#`` obey the same rule: ``0 0 1 * fri#2`` is the 1st and the second Friday.
+    """
+    fields = [f.lower().replace("?", "*") for f in fields]
+    head = fields[:-3]
+    dom, month, dow = fields[-3:]
+    time_fields = [",".join(_items(f, {})[0]) if "#" not in f else f for f in head]
+    month = ",".join(_items(month, _MONTHS)[0])
+    doms = _day_groups(dom, {})
+    dows = _day_groups(dow, _WEEKDAYS)
+    if dom.startswith("*") or dow.startswith("*"):
+        days = [(d, w) for d in doms for w in dows]
+    else:
+        days = [(d, "*") for d in doms] + [("*", w) for w in dows]
+    parts = []
+    for d, w in days:
+        part = " ".join([*time_fields, d, month, w])
+        try:
+            it = _iterator(part)
+        except (ValueError, AttributeError, KeyError, TypeError, IndexError) as exc:
+            raise InvalidArgument(f"expr is not a valid cron expression: {expr!r} ({exc})") from exc
+        try:
+            ok = it.get_next(datetime, start_time=_CYCLE_START) < _CYCLE_END
+        except (ValueError, OverflowError):
+            ok = False
+        if ok and part not in parts:
+            parts.append(part)
+    if not parts:
+        raise InvalidArgument(
+            f"expr can never match: no date in 28 years (the calendar's whole weekday cycle) "
+            f"matches {expr!r}; check the day-of-month against the month (Feb 30, Apr 31) "
+            f"and the weekday against both"
+        )
+    return tuple(parts)
+
+
+def _iterator(part: str) -> croniter:
+    return croniter(part, _EPOCH_NAIVE, second_at_beginning=True, day_or=False)
+
+
 def _transitions(tz: tzinfo, lo: int, hi: int) -> list[tuple[int, int]]:
     """Offset changes in ``(lo, hi]`` as ``(first second of the new offset, new offset)``."""
     out: list[tuple[int, int]] = []
@@ -299,6 +413,72 @@ def _transitions(tz: tzinfo, lo: int, hi: int) -> list[tuple[int, int]]:
                     right = mid
             out.append((right, _offset(tz, right)))
         a, oa = b, ob
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A change of a zone's UTC offset, and what it does to one cron expression.
+
+    Attributes:
+        at: The first instant of the new offset (aware, UTC).
+        offset_before: The UTC offset before it.
+        offset_after: The UTC offset from ``at`` on.
+        affected: The expression's matching local times (naive) that the change skips (a gap,
+            clocks forward) or repeats (a fold, clocks back), in order.
+    """
+
+    at: datetime
+    offset_before: timedelta
+    offset_after: timedelta
+    affected: tuple[datetime, ...]
+
+    @property
+    def gap(self) -> bool:
+        """True if clocks jump forward (local times are skipped), False if they go back."""
+        return self.offset_after > self.offset_before
+
+    @property
+    def local_range(self) -> tuple[datetime, datetime]:
+        """The skipped or repeated local times, as a half-open naive range."""
+        at = self.at.replace(tzinfo=None)
+        lo, hi = sorted((self.offset_before, self.offset_after))
+        return at + lo, at + hi
+
+
+def transitions(
+    cron: Cron, after: datetime, until: datetime, tz: tzinfo | None = None
+) -> list[Transition]:
+    """The offset changes of the expression's zone in ``(after, until]``, each with the
+    expression's local times it skips or repeats (so a preview can say what happens to them).
+
+    Args:
+        cron: The expression.
+        after: An aware datetime.
+        until: An aware datetime.
+        tz: Zone for an expression built without one. Default: UTC.
+    """
+    zone_ = cron._zone or tz or timezone.utc
+    lo = datetime_to_ns(aware_datetime("after", after)) // NS_PER_SECOND
+    hi = datetime_to_ns(aware_datetime("until", until)) // NS_PER_SECOND
+    out = []
+    previous = _offset(zone_, lo)
+    for start, offset in _transitions(zone_, lo, hi):
+        a, b = sorted((start + previous, start + offset))  # the local seconds affected
+        affected: list[datetime] = []
+        x = cron._naive_next(a - 1)
+        while x is not None and x < b and len(affected) < 100:
+            affected.append(_EPOCH_NAIVE + timedelta(seconds=x))
+            x = cron._naive_next(x)
+        out.append(
+            Transition(
+                datetime.fromtimestamp(start, timezone.utc),
+                timedelta(seconds=previous),
+                timedelta(seconds=offset),
+                tuple(affected),
+            )
+        )
+        previous = offset
     return out
 
 
