@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -232,3 +233,40 @@ def test_matches_brute_force_around_transitions(zone: str, expr: str, year: int,
         ours.append(nxt)
         cur = nxt
     assert ours == reference(expr, tz, a, b, cron.wildcard_timed)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expr"),
+    [
+        ({"hour": 9}, "0 9 * * *"),
+        ({"hour": 9, "minute": 30}, "30 9 * * *"),
+        ({"minute": "*/5"}, "*/5 * * * *"),
+        ({"day_of_week": "mon-fri", "hour": 10}, "0 10 * * mon-fri"),
+        ({"day": 1}, "0 0 1 * *"),
+        ({"month": 6}, "0 0 1 6 *"),
+        ({"second": 30}, "30 * * * * *"),
+        ({"month": "jan", "day": 15, "hour": 12}, "0 12 15 jan *"),
+    ],
+)
+def test_apscheduler_style_fields_build_the_expression(fields: dict[str, Any], expr: str) -> None:
+    # APScheduler's CronTrigger rule: '*' above the least significant field given, the
+    # minimum below it.
+    cron = Cron(**fields)
+    assert cron.expr == expr and cron == Cron(expr)
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ({"day": 1, "day_of_week": "mon"}, InvalidArgument, "APScheduler runs on days matching both, cron on days matching either"),
+        ({"day_of_week": 0}, InvalidArgument, r"APScheduler \(0 = Monday\) and cron \(0 = Sunday\)"),
+        ({"hour": 1.5}, TypeError, "hour must be an int or a cron field string, got 1.5"),
+        ({"expr": "0 9 * * *", "hour": 9}, TypeError, "an expression or field keywords, not both"),
+        ({"hour": 25}, InvalidArgument, "not a valid cron expression: '0 25 \\* \\* \\*'"),
+    ],
+)  # fmt: skip
+def test_apscheduler_style_fields_refuse_what_would_mislead(
+    fields: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Cron(**fields)

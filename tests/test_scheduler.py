@@ -4,6 +4,7 @@ import functools
 import inspect
 import logging
 import random
+import re
 import sys
 import typing
 from datetime import datetime, timedelta
@@ -839,3 +840,26 @@ def test_step_until_never_runs_past_the_horizon(
     assert scheduler.step(until=end.timestamp() + 5) is not None and calls == [10, 20, 30]
     assert scheduler.step(until=end) is None  # nothing queued; the clock never moves back
     assert fake_clock.now() == end + timedelta(seconds=5)
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("add_job", "use s.schedule(func, when, args=..., id=...)"),
+        ("get_jobs", "use s.jobs()"),
+        ("remove_job", "use s.cancel(id)"),
+        ("pause_job", "use s.pause(id)"),
+        ("add_listener", "use s.subscribe(listener, *event_types)"),
+    ],
+)
+def test_apscheduler_method_names_say_what_to_write(
+    scheduler: Scheduler, name: str, hint: str
+) -> None:
+    with pytest.raises(
+        AttributeError,
+        match=rf"Scheduler has no {name}\(\) \(APScheduler 3's name\): {re.escape(hint)}",
+    ):
+        getattr(scheduler, name)
+    assert not hasattr(scheduler, name)
+    with pytest.raises(AttributeError, match="'Scheduler' object has no attribute 'no_such'"):
+        getattr(scheduler, "no_" + "such")

@@ -94,6 +94,11 @@ class Cron:
             the two day fields are OR-ed when both are restricted and AND-ed otherwise, and
             ``L``, ``W`` and ``#`` follow the same rule (docs/time.md).
         tz: IANA zone name or tzinfo the expression is read in. None: the scheduler's zone.
+        second, minute, hour, day, month, day_of_week: Instead of ``expr``, APScheduler's
+            CronTrigger fields (ints or field strings): ``Cron(hour=9)`` is ``"0 9 * * *"``.
+            A field left out is ``*`` above the least significant one given and its minimum
+            below it. ``day_of_week`` takes names (APScheduler numbers Monday 0, cron Sunday
+            0), and ``day`` with ``day_of_week`` is refused (APScheduler ANDs them, cron ORs).
         start: Aware datetime; no fire before it.
         end: Aware datetime; no fire after it (inclusive).
 
@@ -103,10 +108,16 @@ class Cron:
             ``start``.
     """
 
-    expr: str
+    expr: str = ""
     tz: str | tzinfo | None = None
     start: datetime | None = None
     end: datetime | None = None
+    second: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
+    minute: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
+    hour: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
+    day: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
+    month: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
+    day_of_week: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
     _fields: str = field(init=False, repr=False, compare=False)
     _parts: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _zone: tzinfo | None = field(init=False, repr=False, compare=False)
@@ -121,6 +132,15 @@ class Cron:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
+        given = {name: getattr(self, name) for name, _ in _FIELD_ORDER}
+        given = {name: value for name, value in given.items() if value is not None}
+        if given:
+            if self.expr:
+                raise TypeError(
+                    f"Cron takes an expression or field keywords, not both: got {self.expr!r} "
+                    f"and {', '.join(given)}"
+                )
+            set_(self, "expr", _from_fields(given))
         expr = self.expr
         if not isinstance(expr, str):
             raise TypeError(f"expr must be a cron expression string, got {expr!r}")
@@ -288,6 +308,46 @@ class Cron:
             elif e is None:
                 c_last = x - o
         return False, c_last
+
+
+#: APScheduler's CronTrigger fields, most significant first, with their defaults.
+_FIELD_ORDER = (("month", "1"), ("day", "1"), ("day_of_week", "*"), ("hour", "0"),
+                ("minute", "0"), ("second", "0"))  # fmt: skip
+
+
+def _from_fields(given: dict[str, int | str]) -> str:
+    """A cron expression from APScheduler-style field keywords (``Cron(hour=9)``).
+
+    As in APScheduler's CronTrigger: a field left out is ``*`` while a less significant one is
+    given, and its default (the minimum) after the last one given: ``hour=9`` is 09:00:00 daily.
+    """
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise TypeError(f"{name} must be an int or a cron field string, got {value!r}")
+    dow = given.get("day_of_week")
+    if dow is not None and any(ch.isdigit() for ch in str(dow)):
+        raise InvalidArgument(
+            f"day_of_week numbers differ between APScheduler (0 = Monday) and cron (0 = Sunday); "
+            f"use names such as 'mon-fri', got {dow!r}"
+        )
+    if "day" in given and "day_of_week" in given:
+        raise InvalidArgument(
+            "Cron(day=..., day_of_week=...) is ambiguous: APScheduler runs on days matching "
+            "both, cron on days matching either; write the cron expression you mean, e.g. "
+            "Cron('0 9 1-7 * */7') for the first Sunday of each month (see docs/time.md)"
+        )
+    remaining = set(given)
+    values = {}
+    for name, default in _FIELD_ORDER:
+        if name in given:
+            values[name] = str(given[name])
+            remaining.discard(name)
+        else:
+            values[name] = "*" if remaining else default
+    parts = [values[n] for n in ("minute", "hour", "day", "month", "day_of_week")]
+    if "second" in given:
+        parts.insert(0, values["second"])
+    return " ".join(parts)
 
 
 _MONTHS = {

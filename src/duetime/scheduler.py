@@ -2116,3 +2116,36 @@ class Scheduler:
 
     def __iter__(self) -> Iterator[Job]:
         return iter(self.jobs())
+
+    if not TYPE_CHECKING:  # (type checkers keep flagging unknown attributes)
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for a missing attribute: an APScheduler 3 habit gets its duetime
+            # spelling instead of a bare AttributeError.
+            hint = _APSCHEDULER_NAMES.get(name)
+            if hint is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(
+                f"{type(self).__name__} has no {name}() (APScheduler 3's name): use {hint} "
+                f"(docs/migrating.md maps APScheduler calls to duetime)"
+            )
+
+
+#: APScheduler 3's Scheduler methods and what to write instead.
+_APSCHEDULER_NAMES = {
+    "add_job": "s.schedule(func, when, args=..., id=...)",
+    "scheduled_job": "@s.scheduled(when)",
+    "get_jobs": "s.jobs()",
+    "get_job": "s.get(id)",
+    "remove_job": "s.cancel(id)",
+    "remove_all_jobs": "for job in s.jobs(): job.cancel()",
+    "pause_job": "s.pause(id)",
+    "resume_job": "s.resume(id)",
+    "reschedule_job": "s.reschedule(id, when)",
+    "modify_job": "s.schedule(func, when, id=id, replace=True)",
+    "add_listener": "s.subscribe(listener, *event_types)",
+    "remove_listener": "the function s.subscribe() returned",
+    "add_executor": "Scheduler(executors={name: executor})",
+    "add_jobstore": "nothing yet: jobs live in memory (durable stores are on the way)",
+    "print_jobs": "print(s.jobs())",
+}
