@@ -39,13 +39,16 @@ s.schedule(batch, FixedRate(86400, start=datetime(2026, 5, 4, 12, tzinfo=BERLIN)
 s.run_for(timedelta(days=7))
 
 per_day = Counter(t.astimezone(BERLIN).strftime("%a %d") for t in nudges)
-print("Nudges per day:", dict(per_day))
+print("Nudges per day (Europe/Berlin):", dict(per_day))
 starts = Counter(t.astimezone(BERLIN).replace(second=0, microsecond=0) for t in nudges + reports)
 busiest, count = starts.most_common(1)[0]
-print(f"Busiest minute: {busiest:%a %H:%M} with {count} starts (bucket: 60/min, burst 10)")
+print(
+    f"Busiest minute: {busiest:%a %H:%M} Europe/Berlin with {count} starts "
+    f"(bucket: 60/min, burst 10)"
+)
 hours = sorted({t.astimezone(BERLIN).hour for t in nudges})
 print(
-    f"Nudge hours: {hours[0]:02d}:00-{hours[-1]:02d}:59; weekend nudges: "
+    f"Nudge hours: {hours[0]:02d}:00-{hours[-1]:02d}:59 Europe/Berlin; weekend nudges: "
     f"{sum(1 for t in nudges if t.astimezone(BERLIN).weekday() >= 5)}"
 )
 print(f"Deferred by the bucket: {s.stats().deferred}; dropped: 0 (reports ran: {len(reports)})")

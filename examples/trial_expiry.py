@@ -19,8 +19,9 @@ sent: list[tuple[str, str]] = []
 
 def send_trial_warning(customer: str, trial_end: date) -> None:
     local = clock.now().astimezone(customers[customer][1])
-    sent.append((customer, local.strftime("%Y-%m-%d %H:%M %Z")))
-    print(f"  {local:%Y-%m-%d %H:%M %Z}  warn {customer}: your trial ends {trial_end}")
+    zone = customers[customer][1]
+    sent.append((customer, f"{local:%Y-%m-%d %H:%M} {zone.key}"))
+    print(f"  {local:%Y-%m-%d %H:%M} {zone.key:<16} warn {customer}: your trial ends {trial_end}")
 
 
 def warning_time(trial_end: date, zone: ZoneInfo) -> datetime:
@@ -48,7 +49,7 @@ def signup(customer: str) -> None:
 
 def upgrade(customer: str) -> None:
     s.cancel(f"trial-warn-{customer}")
-    print(f"  {clock.now():%Y-%m-%d}        {customer} upgraded: warning cancelled")
+    print(f"  {clock.now():%Y-%m-%d %H:%M} {'UTC':<16} {customer} upgraded: warning cancelled")
 
 
 def extend(customer: str, days: int) -> None:
@@ -56,7 +57,7 @@ def extend(customer: str, days: int) -> None:
     customers[customer] = (end + timedelta(days=days), zone)
     job = s.reschedule(f"trial-warn-{customer}", warning_time(customers[customer][0], zone))
     job.args = (customer, customers[customer][0])
-    print(f"  {clock.now():%Y-%m-%d}        {customer} extended by {days} days: warning moved")
+    print(f"  {clock.now():%Y-%m-%d %H:%M} {'UTC':<16} {customer} extended by {days} days")
 
 
 print("March 2026, simulated:")
@@ -69,6 +70,6 @@ extend("dana", 14)  # the warning for March 22 now goes out on April 5
 s.run_until(datetime(2026, 4, 1, tzinfo=UTC))
 
 assert [c for c, _ in sent] == ["alice", "chen"]
-assert sent[0][1] == "2026-03-11 09:00 CET"
+assert sent[0][1] == "2026-03-11 09:00 Europe/Berlin"
 assert [j.id for j in s.jobs()] == ["trial-warn-dana"]
-print(f"Still pending: {[(j.id, f'{j.next_run_time:%Y-%m-%d %H:%M}') for j in s.jobs()]}")
+print(f"Still pending: {[(j.id, f'{j.next_run_time:%Y-%m-%d %H:%M} UTC') for j in s.jobs()]}")

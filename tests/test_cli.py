@@ -17,10 +17,14 @@ def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     lines = [ln.strip() for ln in out.splitlines() if ln.startswith(("  0", "  1"))]
-    assert lines[:3] == ["02:00  backup_database", "09:00  send_email", "09:05  refresh_cache"]
+    assert lines[:3] == [
+        "02:00 CET  backup_database",
+        "09:00 CET  send_email",
+        "09:05 CET  refresh_cache",
+    ]
     assert "cancelled 'upsell'" in out
-    assert "rescheduled 'trial-warn' from 09:00 to 11:30" in out
-    assert "11:30  trial_warning" in out and "upsell_email" not in out.split("cancelled")[1]
+    assert "rescheduled 'trial-warn' from 09:00 to 11:30 CET" in out
+    assert "11:30 CET  trial_warning" in out and "upsell_email" not in out.split("cancelled")[1]
 
 
 def test_cron_command_marks_dst(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,23 +26,23 @@ def demo() -> int:
     s = Scheduler(clock=clock, tz=tz)
 
     def job(name: str) -> None:
-        print(f"  {clock.now().astimezone(tz):%H:%M}  {name}")
+        print(f"  {clock.now().astimezone(tz):%H:%M %Z}  {name}")
 
     print("A day of work on a FakeClock (Europe/Berlin), run with run_until():")
     s.schedule(job, day.replace(hour=9), args=("send_email",), id="send_email")
     s.schedule(job, day.replace(hour=2), args=("backup_database",), id="backup_database")
     s.schedule(job, day.replace(hour=9, minute=5), args=("refresh_cache",), id="refresh_cache")
     ran = s.run_until(day + timedelta(days=1))
-    print(f"  -> {ran} jobs ran; the clock is now {clock.now().astimezone(tz):%Y-%m-%d %H:%M}")
+    print(f"  -> {ran} jobs ran; the clock is now {clock.now().astimezone(tz):%Y-%m-%d %H:%M %Z}")
 
     print("\nCancel and reschedule on the next day:")
     tomorrow = day + timedelta(days=1)
     warn = s.schedule(job, tomorrow.replace(hour=9), args=("trial_warning",), id="trial-warn")
     s.schedule(job, tomorrow.replace(hour=10), args=("upsell_email",), id="upsell")
     s.cancel("upsell")
-    print("  cancelled 'upsell' (10:00)")
+    print("  cancelled 'upsell' (10:00 CET)")
     warn.reschedule(tomorrow.replace(hour=11, minute=30))
-    print(f"  rescheduled 'trial-warn' from 09:00 to {warn.next_run_time:%H:%M}")
+    print(f"  rescheduled 'trial-warn' from 09:00 to {warn.next_run_time:%H:%M %Z}")
     s.schedule(job, "*/30 12-13 * * *", args=("every half hour, 12-13h",), id="cron")
     ran = s.run_until(tomorrow.replace(hour=14))
     print(f"  -> {ran} jobs ran; still scheduled: {[j.id for j in s.jobs()]}")
