@@ -68,8 +68,3 @@ def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not reached within {timeout} s: {predicate!r}")
         pause.wait(0.001)
-
-
-def held(job: Any) -> bool:
-    """Whether a run of ``job`` is held back until its running one ends."""
-    return any(side.hold == 1 for side in job._sides or ())

@@ -194,7 +194,7 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
 
     s = asyncio.run(main())
     waiter.shutdown()
-    assert s._running_total == 0
+    assert s.stats().running == 0
     assert len(s) == 0
     assert ran == []  # cancelled while it waited in the executor
 
@@ -218,7 +218,7 @@ def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> Non
     with pytest.raises(SystemExit):
         asyncio.run(main())
     s, job = box["s"], box["job"]
-    assert job._running == 0 and s._running_total == 0
+    assert s.stats().running == 0
     assert job.state is JobState.FAILED
 
 

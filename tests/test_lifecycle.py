@@ -21,7 +21,7 @@ from duetime import (
     Scheduler,
 )
 
-from .conftest import WAIT, held, until
+from .conftest import WAIT, until
 
 
 def test_pause_resume_does_not_rerun_an_occurrence_that_already_ran(
@@ -108,7 +108,7 @@ def test_a_run_blocked_by_max_concurrent_keeps_its_job_alive_and_cancellable() -
     b = s.schedule(lambda: calls.append(clock.monotonic()), FixedDelay(6), id="b")
     with s:
         clock.advance(6)
-        until(lambda: bool(s._blocked))
+        until(lambda: s.stats().blocked == 1)
         assert b.state is JobState.SCHEDULED and "b" in s and len(s) == 2
         assert s.cancel("b") is True
         gate.set()
@@ -125,9 +125,9 @@ def test_reschedule_drops_a_blocked_occurrence() -> None:
     b = s.schedule(lambda: ran.append(clock.monotonic()), FixedRate(5), id="b")
     with s:
         clock.advance(5)
-        until(lambda: bool(s._blocked))
+        until(lambda: s.stats().blocked == 1)
         s.reschedule(b, 100)
-        assert s._blocked == []
+        assert s.stats().blocked == 0
         gate.set()
         assert s.wait_idle(WAIT)
         clock.advance(10)
@@ -146,12 +146,12 @@ def test_an_abandoned_run_releases_its_max_concurrent_slot() -> None:
     b = s.schedule(ran.append, 5, args=("b",))
     with s:
         clock.advance(5)
-        until(lambda: bool(s._blocked))  # a waits in the pool's queue, b is blocked
+        until(lambda: s.stats().blocked == 1)  # a waits in the pool's queue, b is blocked
         a.cancel()  # a is abandoned when the worker gets to it
         gate.set()
         until(lambda: ran == ["b"])
         assert s.wait_idle(WAIT)
-    assert b.state is JobState.COMPLETED and s._running_total == 0
+    assert b.state is JobState.COMPLETED and s.stats().running == 0
     pool.shutdown()
 
 
@@ -173,7 +173,7 @@ def test_base_exceptions_propagate_without_leaking_counters(scheduler: Scheduler
     job = s.schedule(sys.exit, 1, args=(3,))
     with pytest.raises(SystemExit):
         s.run_for(1)
-    assert s._running_total == 0 and job._running == 0
+    assert s.stats().running == 0
     assert job.state is JobState.FAILED and len(s) == 0
 
 
@@ -251,7 +251,7 @@ def test_retries_and_triggers_respect_overlap(caplog: pytest.LogCaptureFixture) 
         until(lambda: calls == 1)
         clock.advance(10)
         assert second_started.wait(WAIT)
-        until(lambda: held(job))
+        until(lambda: s.stats().held == 1)
         s.trigger(job)  # an out-of-band run while one is going: it waits too
         gate.set()
         until(lambda: calls == 4)

@@ -27,20 +27,28 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import WAIT, Recorder, held, until
+from .conftest import WAIT, Recorder, until
 
 T = TypeVar("T")
 
 
 class CountingClock(FakeClock):
-    """A FakeClock that counts how often a runner returns from a sleep."""
+    """A FakeClock that counts how often a runner returns from a sleep, and keeps the condition
+    the runner sleeps on (the Clock protocol hands it over) so tests can count notifications."""
 
     def __init__(self) -> None:
         super().__init__(start=FAKE_START)
         self.wakeups = 0
+        self.sleeping = 0
+        self.condition: threading.Condition | None = None
 
     def wait(self, condition: threading.Condition, timeout: float | None) -> None:
-        super().wait(condition, timeout)
+        self.condition = condition
+        self.sleeping += 1
+        try:
+            super().wait(condition, timeout)
+        finally:
+            self.sleeping -= 1
         self.wakeups += 1
 
 
@@ -80,25 +88,28 @@ def test_an_earlier_insert_wakes_the_sleeping_runner(running: Scheduler) -> None
 def test_a_later_insert_does_not_wake_the_runner(running: Scheduler, clock: CountingClock) -> None:
     running.schedule(print, 10)
     assert running.wait_idle(WAIT)
-    until(lambda: getattr(running._runner, "_sleeping", False))
-    runner = running._runner
-    assert runner is not None
-    wakes: list[None] = []
-    wake = runner._wake  # type: ignore[attr-defined]
+    until(lambda: clock.sleeping == 1)  # the runner sleeps toward +10 s
+    condition = clock.condition  # what the runner sleeps on, handed over by Clock.wait
+    assert condition is not None
+    notified: list[str] = []
+    for name in ("notify", "notify_all"):
+        original = getattr(condition, name)
 
-    def counted() -> None:
-        wakes.append(None)
-        wake()
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> None:
+            notified.append(_name)
+            _original(*args)
 
-    runner._wake = counted  # type: ignore[attr-defined]
+        setattr(condition, name, counted)
     before = clock.wakeups
     for i in range(50):
         running.schedule(print, 20 + i)
-    # Counted where the wake-up is made: a wake-up would show even if the runner's wait
-    # had not returned yet when wait_idle() did.
-    assert wakes == []
-    assert running.wait_idle(WAIT)
-    assert clock.wakeups == before
+    # Counted where a wake-up is made: it would show even if the runner's wait had not
+    # returned yet.
+    assert notified == []
+    assert clock.wakeups == before and clock.sleeping == 1
+    running.schedule(print, 5)  # an earlier one is the new head: that wakes it
+    assert notified != []
+    until(lambda: clock.wakeups > before)
 
 
 def test_cancel_of_the_head(running: Scheduler, clock: FakeClock) -> None:
@@ -245,7 +256,7 @@ def test_shutdown_waits_for_running_jobs(clock: FakeClock) -> None:
 
     s.schedule(slow, 0)
     assert started.wait(WAIT)
-    runner_thread = s._runner._thread  # type: ignore[union-attr]
+    (runner_thread,) = [t for t in threading.enumerate() if t.name == f"duetime-runner-{id(s):x}"]
     stopper = threading.Thread(target=s.shutdown, kwargs={"wait": True})
     stopper.start()
     # Once the runner thread has stopped, shutdown can only be waiting for `slow`.
@@ -370,7 +381,7 @@ def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorde
 
     with Scheduler(clock=clock, overlap=policy) as s:
         s.subscribe(rec, JobSkipped)
-        j = s.schedule(job, FixedRate(10))
+        s.schedule(job, FixedRate(10))
         clock.advance(10)
         until(lambda: len(started) == 1)
         for k in (1, 2):
@@ -380,9 +391,9 @@ def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorde
             elif policy is Overlap.SKIP:
                 until(lambda k=k: len(rec.events) == k)  # type: ignore[misc]
             else:
-                until(lambda k=k: held(j) and len(rec.events) == k - 1)  # type: ignore[misc]
+                until(lambda k=k: s.stats().held == 1 and len(rec.events) == k - 1)  # type: ignore[misc]
         release.set()
-        until(lambda: j._running == 0 and not held(j))
+        until(lambda: s.stats().running == 0 and s.stats().held == 0)
         assert s.wait_idle(WAIT)
     return started, rec
 
@@ -433,3 +444,33 @@ def test_max_concurrent_bounds_running_jobs(clock: FakeClock) -> None:
         until(lambda: done["n"] == 6)
         assert s.wait_idle(WAIT)
     assert peak == 2
+
+
+def test_a_one_shot_due_while_its_triggered_run_goes_on_waits_on_the_runner_too(
+    running: Scheduler, clock: FakeClock
+) -> None:
+    lock = threading.Lock()
+    seen = {"calls": 0, "now": 0, "most": 0}
+    started = threading.Event()
+    release = threading.Event()
+
+    def body() -> None:
+        with lock:
+            seen["calls"] += 1
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+        started.set()
+        release.wait(WAIT)
+        with lock:
+            seen["now"] -= 1
+
+    job = running.schedule(body, 10)
+    running.trigger(job)
+    assert started.wait(WAIT)
+    clock.advance(10)  # its own due time comes while the triggered run blocks
+    until(lambda: running.stats().started == 1 and running.stats().held == 1)
+    assert seen["calls"] == 1
+    release.set()
+    assert running.wait_idle(WAIT)
+    assert seen == {"calls": 2, "now": 0, "most": 1}
+    assert job.state is JobState.COMPLETED

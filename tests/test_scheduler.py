@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import random
 import re
 import sys
+import threading
 import typing
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from duetime import (
     At,
     ConflictingIdError,
     FakeClock,
+    FixedBackoff,
     FixedDelay,
     FixedRate,
     InvalidArgument,
@@ -32,6 +33,8 @@ from duetime import (
     JobStarted,
     JobState,
     JobSucceeded,
+    Misfire,
+    Overlap,
     Run,
     ScheduleOptions,
     Scheduler,
@@ -40,7 +43,7 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import Recorder
+from .conftest import WAIT, Recorder
 
 T0 = FAKE_START
 
@@ -69,13 +72,37 @@ def test_shorthand_types(scheduler: Scheduler) -> None:
     assert isinstance(scheduler.schedule(print, at(hours=1)).trigger, At)
 
 
-def test_schedule_options_are_the_general_paths_keywords() -> None:
-    # schedule() gathers its keywords (see its fast path) and hands them to _schedule, which
-    # declares them; ScheduleOptions, what type checkers see, must name the same ones.
-    params = inspect.signature(Scheduler._schedule).parameters.values()
-    keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    assert keywords == ScheduleOptions.__optional_keys__
+#: A valid value for each keyword of schedule(): ScheduleOptions must name exactly these.
+OPTION_VALUES: dict[str, Any] = {
+    "args": (1,),
+    "kwargs": {"sep": "-"},
+    "id": "opt",
+    "name": "named",
+    "priority": 3,
+    "retry": FixedBackoff([1]),
+    "misfire": Misfire.SKIP,
+    "grace": 2,
+    "overlap": Overlap.QUEUE,
+    "jitter": 1,
+    "limiter": None,
+    "executor": None,
+    "replace": True,
+    "paused": True,
+}
+
+
+def test_schedule_options_are_the_keywords_schedule_takes(scheduler: Scheduler) -> None:
+    # ScheduleOptions is what type checkers see; schedule() must take each of its keywords
+    # and nothing else.
+    assert set(OPTION_VALUES) == ScheduleOptions.__optional_keys__
     assert not ScheduleOptions.__required_keys__
+    for keyword, value in OPTION_VALUES.items():
+        job = scheduler.schedule(print, 5, **{keyword: value})
+        assert job in scheduler, keyword
+    job = scheduler.schedule(print, 5, **OPTION_VALUES)
+    assert job.id == "opt" and job.name == "named" and job.state is JobState.PAUSED
+    with pytest.raises(TypeError, match="unexpected keyword argument 'priorty'"):
+        scheduler.schedule(print, 5, priorty=1)  # type: ignore[call-arg]
 
 
 def test_schedule_annotations_resolve_at_runtime() -> None:
@@ -92,10 +119,18 @@ def test_listeners_never_run_with_the_lock_held(
 ) -> None:
     # A keyword-less schedule() falls back to the general path when someone listens; the
     # listener must still run after the lock is released, as on every other path.
-    held: list[bool] = []
-    scheduler.subscribe(lambda event: held.append(scheduler._lock._is_owned()))  # type: ignore[attr-defined]
+    # If the lock were held, another thread could not list the jobs until the listener ended.
+    listed: list[bool] = []
+
+    def listener(event: object) -> None:
+        other = threading.Thread(target=scheduler.jobs)
+        other.start()
+        other.join(WAIT)
+        listed.append(not other.is_alive())
+
+    scheduler.subscribe(listener)
     scheduler.schedule(print, 5, **options)
-    assert held == [False]
+    assert listed == [True]
 
 
 def test_job_handles_come_only_from_schedule() -> None:
@@ -736,7 +771,6 @@ class AnonymousIndexMachine(RuleBasedStateMachine):
     def index_agrees(self) -> None:
         listed = self.s.jobs()
         assert len(listed) == len(set(map(id, listed))) == len(self.s)
-        assert self.s._anon_queued >= 0
         live = [j for j in self.handles if j.state not in _ENDED_STATES]
         assert {id(j) for j in live} == {id(j) for j in listed}
         assert all(j in self.s for j in live)
@@ -863,3 +897,92 @@ def test_apscheduler_method_names_say_what_to_write(
     assert not hasattr(scheduler, name)
     with pytest.raises(AttributeError, match="'Scheduler' object has no attribute 'no_such'"):
         getattr(scheduler, "no_" + "such")
+
+
+# -- one overlap rule on every path (the one-shot overlap bug) ----------------------------------
+
+
+class Concurrency:
+    """Counts runs of a job and the most that were ever going at once."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.now = 0
+        self.most = 0
+
+    def enter(self) -> None:
+        self.calls += 1
+        self.now += 1
+        self.most = max(self.most, self.now)
+
+    def leave(self) -> None:
+        self.now -= 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # the fast begin of run_until / run_pending
+        {"retry": FixedBackoff([1])},  # the general begin
+        {"name": "named"},
+    ],
+    ids=["fast path", "general path", "named"],
+)
+def test_a_one_shot_due_while_its_triggered_run_goes_on_waits_for_it(
+    scheduler: Scheduler, fake_clock: FakeClock, options: dict[str, Any]
+) -> None:
+    seen = Concurrency()
+
+    def body() -> None:
+        seen.enter()
+        try:
+            if seen.calls == 1:
+                scheduler.run_for(10)  # the job's own due time comes while this run goes on
+        finally:
+            seen.leave()
+
+    job = scheduler.schedule(body, 10, **options)
+    scheduler.trigger(job)
+    assert seen.most == 1 and seen.calls == 1  # held back, not started beside the first run
+    assert job.state is JobState.SCHEDULED
+    assert scheduler.run_pending() == 1  # released when the triggered run ended: runs late
+    assert seen.calls == 2 and seen.most == 1
+    final: JobState = job.state
+    assert final is JobState.COMPLETED
+
+
+def test_a_running_one_shot_rescheduled_to_now_does_not_run_twice_at_once(
+    scheduler: Scheduler,
+) -> None:
+    seen = Concurrency()
+
+    def body() -> None:
+        seen.enter()
+        try:
+            if seen.calls == 1:
+                scheduler.reschedule(job, 0)
+                scheduler.run_pending()
+        finally:
+            seen.leave()
+
+    job = scheduler.schedule(body, 0)
+    scheduler.run_pending()
+    assert seen.most == 1
+    scheduler.run_pending()
+    assert seen.calls == 2 and seen.most == 1 and job.state is JobState.COMPLETED
+
+
+def test_overlap_allow_lets_a_one_shot_run_beside_its_trigger(scheduler: Scheduler) -> None:
+    seen = Concurrency()
+
+    def body() -> None:
+        seen.enter()
+        try:
+            if seen.calls == 1:
+                scheduler.run_for(10)
+        finally:
+            seen.leave()
+
+    job = scheduler.schedule(body, 10, overlap=Overlap.ALLOW)
+    scheduler.trigger(job)
+    assert seen.calls == 2 and seen.most == 2

@@ -1237,6 +1237,7 @@ class Scheduler:
             if (
                 opts is DEFAULT_OPTIONS
                 and self._max_concurrent is None
+                and not job._running
                 and (cls in _SHORTHAND or not trig.recurring)
             ):
                 # The common case, kept short: every line here is paid once per run.
@@ -1257,11 +1258,19 @@ class Scheduler:
             prev_delay = None
             now_tb = mono if tb == MONOTONIC else wall
             late = now_tb - due
-            if trig.recurring:
+            overlap = opts.overlap or self._overlap
+            if not trig.recurring:
+                if job._running and overlap is not Overlap.ALLOW:
+                    # A one-shot's own run while a trigger() run of it is going: it waits for
+                    # that run rather than overlap it, and is never skipped (a one-shot runs
+                    # late rather than never).
+                    self._hold_side(_Side(job, base, trig.timebase, 1), _HELD)
+                    self._settle(job)
+                    return None
+            else:
                 if not self._plan_next(job, base, tb, late, now_tb):
                     self._settle(job)
                     return None
-                overlap = opts.overlap or self._overlap
                 if job._running and overlap is not Overlap.ALLOW:
                     if overlap is Overlap.SKIP:
                         self._skipped(job, base, tb, "previous run still going")
@@ -1685,6 +1694,10 @@ class Scheduler:
                 compactions=wall.compactions + mono.compactions,
                 jobs=len(self),
                 running=self._running_total,
+                held=sum(
+                    side.hold == _HELD for job in self._jobs.values() for side in job._sides or ()
+                ),
+                blocked=len(self._blocked),
             )
 
     # -- driving time by hand -------------------------------------------------------------------
@@ -1938,6 +1951,7 @@ class Scheduler:
                             mono = due
                     if (
                         type(key) is Job
+                        and not key._running
                         and (key._x is None or key._x.opts is DEFAULT_OPTIONS)
                         and type(key._trigger) in _SHORTHAND
                         and unbounded

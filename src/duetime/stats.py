@@ -58,6 +58,9 @@ class Stats:
         missed: Occurrences coalesced or skipped by the misfire policy.
         skipped: Occurrences skipped because the previous run was still going.
         deferred: Starts deferred by a rate limiter.
+        held: Occurrences waiting for a run of the same job to end (``Overlap.QUEUE``, or a
+            retry or ``trigger()`` of a job that is running).
+        blocked: Occurrences waiting for a ``max_concurrent`` slot.
         lateness: Start-lateness percentiles.
     """
 
@@ -74,6 +77,8 @@ class Stats:
     missed: int
     skipped: int
     deferred: int
+    held: int
+    blocked: int
     lateness: Lateness
 
 
@@ -133,7 +138,15 @@ class StatsRecorder:
         return self.max_late / NS_PER_SECOND
 
     def snapshot(
-        self, *, live: int, stale: int, compactions: int, jobs: int, running: int
+        self,
+        *,
+        live: int,
+        stale: int,
+        compactions: int,
+        jobs: int,
+        running: int,
+        held: int,
+        blocked: int,
     ) -> Stats:
         """Freeze the counters into a ``Stats``."""
         started = self.succeeded + self.failed + running
@@ -151,6 +164,8 @@ class StatsRecorder:
             missed=self.missed,
             skipped=self.skipped,
             deferred=self.deferred,
+            held=held,
+            blocked=blocked,
             lateness=Lateness(
                 count=started,
                 p50=self.percentile(0.50, started),
