@@ -31,7 +31,13 @@ from duetime._validate import (
 )
 from duetime.errors import InvalidArgument
 
-__all__ = ["Clock", "FakeClock", "SteppableClock", "SystemClock"]
+__all__ = ["Clock", "FakeClock", "SteppableClock", "SystemClock", "real_monotonic", "real_sleep"]
+
+#: The operating system's monotonic clock (seconds) and sleep, for code that must take real time
+#: as a default, such as ``duetime.compat.sched``; they are ``time.monotonic`` and ``time.sleep``
+#: themselves, so identity checks against the standard library's functions still hold.
+real_monotonic = _time.monotonic
+real_sleep = _time.sleep
 
 
 @runtime_checkable

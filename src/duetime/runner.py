@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime._validate import NS_PER_SECOND
-from duetime.clock import SystemClock
+from duetime.clock import real_monotonic
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import _current
 from duetime.recurrence import MONOTONIC, WALL
@@ -259,14 +259,14 @@ class Runner(HeadWatcher):
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
         s = self._s
-        deadline = None if timeout is None else clock_now_real() + timeout
+        deadline = None if timeout is None else real_monotonic() + timeout
         with s._cond:
             while True:
                 if s._idle_locked() and not self._futures:
                     return True
                 if self._stop:
                     return s._running_total == 0
-                remaining = None if deadline is None else deadline - clock_now_real()
+                remaining = None if deadline is None else deadline - real_monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
                 s._cond.wait(remaining)
@@ -287,11 +287,3 @@ def _prestart(executor: cf.Executor) -> None:
         barrier.wait(5.0)
     except threading.BrokenBarrierError:  # pragma: no cover - a starved machine; not fatal
         logger.debug("thread pool warm-up timed out")
-
-
-_REAL = SystemClock(precision=0)
-
-
-def clock_now_real() -> float:
-    """Real monotonic seconds, for wait_idle's real-time timeout (the clock module reads it)."""
-    return _REAL.monotonic()

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time as _time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from duetime.clock import real_monotonic, real_sleep
 from duetime.core import EventQueue
 
 __all__ = ["Event", "scheduler"]
@@ -56,8 +56,8 @@ class scheduler:
 
     def __init__(
         self,
-        timefunc: Callable[[], float] = _time.monotonic,
-        delayfunc: Callable[[float], object] = _time.sleep,
+        timefunc: Callable[[], float] = real_monotonic,
+        delayfunc: Callable[[float], object] = real_sleep,
     ) -> None:
         self.timefunc = timefunc
         self.delayfunc = delayfunc
@@ -66,7 +66,7 @@ class scheduler:
         self._sequence = itertools.count()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        self._wakeable = delayfunc is _time.sleep
+        self._wakeable = delayfunc is real_sleep
 
     def enterabs(
         self,
