@@ -36,6 +36,7 @@ from heapq import heappop
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from duetime import policy
 from duetime._timers import (
     DUE_SHIFT,
     PRIORITY_MAX,
@@ -87,8 +88,9 @@ from duetime.job import (
     _current,
     new_job,
 )
+from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, SKIP_COUNT_LIMIT, WALL, After, At, Env, Recurrence
+from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.stats import Stats, StatsRecorder
 
@@ -781,9 +783,8 @@ class Scheduler:
     def _queue_regular(self, job: Job, base: int) -> None:
         """Make ``base`` (+ jitter) the job's next regular occurrence and queue it (unless the
         job is paused: then it is only recorded, and ``resume`` queues it)."""
-        jitter = job._opts.jitter_ns
         job._base = base
-        job._due = base + self._rng.randint(0, jitter) if jitter else base
+        job._due = policy.jittered(base, job._opts.jitter_ns, self._rng)
         if job._state is not JobState.PAUSED:
             self._push_regular(job)
 
@@ -865,19 +866,16 @@ class Scheduler:
         A paused job stays paused while it has anything pending, and ends like any other job
         when it has nothing left (a paused one-shot whose run finished).
         """
-        state = job._state
-        if state is JobState.CANCELLED:
-            return
-        paused = state is JobState.PAUSED
-        if job._running:
-            if not paused:
-                job._state = JobState.RUNNING
-        elif job._due is not None or job._sides:
-            if not paused:
-                job._state = JobState.SCHEDULED
-        else:
-            job._state = JobState.FAILED if failed else JobState.COMPLETED
-            self._forget(job)
+        new = policy.resting_state(
+            job._state,
+            running=job._running,
+            pending=job._due is not None or bool(job._sides),
+            failed=failed,
+        )
+        if new is not None:
+            job._state = new
+            if new in _ENDED:
+                self._forget(job)
 
     def _loosen(self, job: Job) -> None:
         """An anonymous job's regular entry left the queue: index it so it stays findable."""
@@ -1258,28 +1256,21 @@ class Scheduler:
             prev_delay = None
             now_tb = mono if tb == MONOTONIC else wall
             late = now_tb - due
-            overlap = opts.overlap or self._overlap
-            if not trig.recurring:
-                if job._running and overlap is not Overlap.ALLOW:
-                    # A one-shot's own run while a trigger() run of it is going: it waits for
-                    # that run rather than overlap it, and is never skipped (a one-shot runs
-                    # late rather than never).
-                    self._hold_side(_Side(job, base, trig.timebase, 1), _HELD)
-                    self._settle(job)
-                    return None
-            else:
-                if not self._plan_next(job, base, tb, late, now_tb):
-                    self._settle(job)
-                    return None
-                if job._running and overlap is not Overlap.ALLOW:
-                    if overlap is Overlap.SKIP:
-                        self._skipped(job, base, tb, "previous run still going")
-                    elif any(x.hold == _HELD for x in job._sides or ()):
-                        # One held run at most: later ones coalesce into it, so a job that is
-                        # always slower than its period cannot grow a backlog.
-                        self._skipped(job, base, tb, "coalesced into the held-back run")
-                    else:  # Overlap.QUEUE: start when the running one ends
+            if trig.recurring and not self._plan_next(job, base, tb, late, now_tb):
+                self._settle(job)
+                return None
+            if job._running:
+                verdict = policy.overlap(
+                    job._running,
+                    opts.overlap or self._overlap,
+                    recurring_regular=trig.recurring,
+                    has_held=any(x.hold == _HELD for x in job._sides or ()),
+                )
+                if verdict is not Verdict.START:
+                    if verdict is Verdict.HOLD:  # start when the running one ends
                         self._hold_side(_Side(job, base, trig.timebase, 1), _HELD)
+                    else:  # skipped, or coalesced into the one run already held back
+                        self._skipped(job, base, tb, verdict.value)
                     self._settle(job)
                     return None
             limiter = opts.limiter
@@ -1288,7 +1279,16 @@ class Scheduler:
         else:
             side: _Side = key
             job = side.job
-            if job._running and (job._opts.overlap or self._overlap) is not Overlap.ALLOW:
+            if (
+                job._running
+                and policy.overlap(
+                    job._running,
+                    job._opts.overlap or self._overlap,
+                    recurring_regular=False,
+                    has_held=False,
+                )
+                is not Verdict.START
+            ):
                 # A retry, held-back run or trigger() of a job with a run still going waits for
                 # that run to end rather than overlap it.
                 self._hold_side(side, _HELD)
@@ -1347,42 +1347,26 @@ class Scheduler:
         pop); a larger backlog, such as a year-long wall-clock jump under a per-minute cron, is
         coalesced as ``RUN_ONCE`` would and reported as an inexact ``JobMissed``.
         """
-        trig = job.trigger
         opts = job._opts
-        env = self._env
-        grace = opts.grace_ns if opts.grace_ns is not None else self._grace
         misfire = opts.misfire or self._misfire
-        misfired = late > grace
-        if not misfired and job._x is not None:
-            job._x.catchup = False
-        if trig.after_finish:
-            if misfired and misfire is Misfire.SKIP:
-                nxt, _ = trig.skip(base, now_tb, env)
-                self._missed(job, base, tb, 1, True, misfire)
-                if nxt is not None:
-                    self._queue_regular(job, nxt)
-                return False
-            return True
-        skipped = 0
-        exact = True
         catching_up = job._x is not None and job._x.catchup
-        if not misfired or (misfire is Misfire.RUN_ALL and catching_up):
-            nxt = trig.next(base, env)
-        else:
-            nxt, skipped = trig.skip(base, now_tb, env)
-            exact = skipped < SKIP_COUNT_LIMIT
-            if misfire is Misfire.RUN_ALL and exact:
-                job._extras().catchup = True
-                nxt = trig.next(base, env)
-                skipped = 0
-        run = not (misfired and misfire is Misfire.SKIP)
-        if not run:
-            skipped += 1  # this occurrence is dropped too
-        if skipped:
-            self._missed(job, base, tb, skipped, exact, misfire)
-        if nxt is not None:
-            self._queue_regular(job, nxt)
-        return run
+        plan = policy.plan_misfire(
+            job.trigger,
+            base,
+            late,
+            now_tb,
+            grace=opts.grace_ns if opts.grace_ns is not None else self._grace,
+            policy=misfire,
+            catching_up=catching_up,
+            env=self._env,
+        )
+        if plan.catchup != catching_up:
+            job._extras().catchup = plan.catchup
+        if plan.missed:
+            self._missed(job, base, tb, plan.missed, plan.exact, misfire)
+        if plan.next_base is not None:
+            self._queue_regular(job, plan.next_base)
+        return plan.run
 
     def _missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
@@ -1563,17 +1547,12 @@ class Scheduler:
         trouble.failures += 1
         trouble.last_error = error
         self._stats.failed += 1
-        policy = job._opts.retry or self._retry
+        retry = job._opts.retry or self._retry
         delay: float | None = None
         if live:
-            try:
-                delay = policy.delay(attempt, error, self._rng, prev_delay)
-            except Exception:
-                logger.exception("retry policy %r raised; giving up on job %r", policy, job.id)
-                delay = None
-            if delay is not None and (not math.isfinite(delay) or delay < 0):
-                logger.error("retry policy %r returned %r; giving up", policy, delay)
-                delay = None
+            delay, problem = policy.retry_delay(retry, attempt, error, self._rng, prev_delay)
+            if problem is not None:
+                logger.error("retry policy %r %s; giving up on job %r", retry, problem, job.id)
         mono = self._clock.monotonic_ns()
         retry_at = None
         if delay is not None:
@@ -1596,7 +1575,7 @@ class Scheduler:
                 attempt,
                 type(error).__name__,
                 error,
-                "" if isinstance(policy, NoRetry) else f"; it is dead after {attempt} attempt(s)",
+                "" if isinstance(retry, NoRetry) else f"; it is dead after {attempt} attempt(s)",
                 exc_info=error,
             )
         if self._listeners:
@@ -1619,12 +1598,11 @@ class Scheduler:
             events.append(
                 JobDead(job.id, self._now_dt(), self._to_datetime(base, base_tb), attempt, error)
             )
-        one_shot_dead = (
-            live
-            and not job.trigger.recurring
-            and job._due is None
-            and not job._sides
-            and not job._running
+        one_shot_dead = policy.dead_letter(
+            live=live,
+            recurring=job.trigger.recurring,
+            pending=job._due is not None or bool(job._sides),
+            running=job._running,
         )
         if one_shot_dead:
             self._failed[job.id] = FailedJob(
