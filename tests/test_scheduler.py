@@ -986,3 +986,220 @@ def test_overlap_allow_lets_a_one_shot_run_beside_its_trigger(scheduler: Schedul
     job = scheduler.schedule(body, 10, overlap=Overlap.ALLOW)
     scheduler.trigger(job)
     assert seen.calls == 2 and seen.most == 2
+
+
+class LifecycleModel(RuleBasedStateMachine):
+    """Every path of the life cycle against one model: failures, retries, ``trigger()``,
+    pause/resume, reschedule and cancel, with and without a listener (which moves the
+    scheduler off its fast paths). The model is a list of queued occurrences ordered by
+    ``(due, priority, seq)``, as the design states it, and per-job counters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock()
+        self.s = Scheduler(clock=self.clock, rng=random.Random(0))
+        self.seq = 0
+        self.queued: list[tuple[int, int, int, str, int]] = []  # due, priority, seq, jid, attempt
+        self.parked: dict[str, list[tuple[int, int]]] = {}  # paused: (due, attempt), in order
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.handles: dict[str, Job] = {}
+        self.calls: dict[str, int] = {}
+        self.ran: list[tuple[str, int]] = []
+        self.expected: list[tuple[str, int]] = []
+        self.dead_letters: set[str] = set()
+        self.events: list[str] | None = None  # None until a listener subscribes
+        self.expected_events: list[str] = []
+        self.t = 0  # the model's time (monotonic ns); the scheduler's clock must agree
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        return self.t
+
+    def _event(self, name: str) -> None:
+        if self.events is not None:
+            self.expected_events.append(name)
+
+    def _push(self, jid: str, due: int, attempt: int) -> None:
+        self.queued.append((due, self.jobs[jid]["priority"], self.seq, jid, attempt))
+        self.seq += 1
+
+    def _pending(self, jid: str) -> bool:
+        return any(e[3] == jid for e in self.queued) or bool(self.parked.get(jid))
+
+    def _live(self) -> list[str]:
+        return sorted(j for j, m in self.jobs.items() if m["state"] in ("scheduled", "paused"))
+
+    def _body(self, jid: str) -> None:
+        self.calls[jid] = self.calls.get(jid, 0) + 1
+        self.ran.append((jid, self.clock.monotonic_ns()))  # what the job sees
+        if self.calls[jid] <= self.jobs[jid]["fails"]:
+            raise ConnectionError(jid)
+
+    def _run(self, jid: str, attempt: int) -> None:
+        """What the model expects one occurrence of ``jid`` to do, at the clock's now."""
+        m = self.jobs[jid]
+        self.expected.append((jid, self._now()))
+        m["calls"] += 1
+        m["runs"] += 1
+        self._event("JobStarted")
+        if m["calls"] <= m["fails"]:
+            m["failures"] += 1
+            self._event("JobFailed")
+            if m["retry"] is not None and attempt == 1:  # FixedBackoff([r]): one retry
+                self._push(jid, self._now() + m["retry"] * 10**9, attempt + 1)
+            else:
+                self._event("JobDead")
+                if not self._pending(jid):
+                    m["state"] = "failed"
+                    self.dead_letters.add(jid)
+        else:
+            self._event("JobSucceeded")
+            if not self._pending(jid):
+                m["state"] = "completed"
+
+    def _pop(self, limit: int | None) -> bool:
+        if not self.queued:
+            return False
+        head = min(self.queued)
+        if limit is not None and head[0] > limit:
+            return False
+        self.queued.remove(head)
+        self.t = max(self.t, head[0])
+        self._run(head[3], head[4])
+        return True
+
+    # -- rules ------------------------------------------------------------------------------
+
+    @rule()
+    def subscribe(self) -> None:
+        if self.events is None:
+            self.events = []
+            events = self.events
+            self.s.subscribe(lambda event: events.append(type(event).__name__))
+
+    @rule(
+        delay=st.integers(0, 10),
+        priority=st.integers(-1, 1),
+        fails=st.integers(0, 2),
+        retry=st.sampled_from([None, 0, 3]),
+    )
+    def schedule(self, delay: int, priority: int, fails: int, retry: int | None) -> None:
+        jid = f"j{len(self.jobs)}"
+        self.jobs[jid] = {
+            "priority": priority,
+            "fails": fails,
+            "retry": retry,
+            "state": "scheduled",
+            "runs": 0,
+            "failures": 0,
+            "calls": 0,
+        }
+        self.handles[jid] = self.s.schedule(
+            self._body,
+            delay,
+            args=(jid,),
+            id=jid,
+            priority=priority,
+            retry=None if retry is None else FixedBackoff([retry]),
+        )
+        self._event("JobAdded")
+        self._push(jid, self._now() + delay * 10**9, 1)
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        jid = data.draw(st.sampled_from(self._live()))
+        assert self.s.cancel(jid) is True
+        self._event("JobCancelled")
+        self.queued = [e for e in self.queued if e[3] != jid]
+        self.parked.pop(jid, None)
+        self.jobs[jid]["state"] = "cancelled"
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data(), delay=st.integers(0, 10))
+    def reschedule(self, data: st.DataObject, delay: int) -> None:
+        jid = data.draw(st.sampled_from(self._live()))
+        self.s.reschedule(jid, delay)
+        self._event("JobRescheduled")
+        self.queued = [e for e in self.queued if e[3] != jid]  # retries are dropped too
+        due = self._now() + delay * 10**9
+        if self.jobs[jid]["state"] == "paused":
+            self.parked[jid] = [(due, 1)]
+        else:
+            self._push(jid, due, 1)
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def pause(self, data: st.DataObject) -> None:
+        jid = data.draw(st.sampled_from(self._live()))
+        self.s.pause(jid)
+        m = self.jobs[jid]
+        if m["state"] == "paused":
+            return
+        self._event("JobPaused")
+        m["state"] = "paused"
+        mine = [e for e in self.queued if e[3] == jid]
+        self.queued = [e for e in self.queued if e[3] != jid]
+        self.parked[jid] = [(e[0], e[4]) for e in sorted(mine, key=lambda e: e[2])]
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def resume(self, data: st.DataObject) -> None:
+        jid = data.draw(st.sampled_from(self._live()))
+        self.s.resume(jid)
+        m = self.jobs[jid]
+        if m["state"] != "paused":
+            return
+        self._event("JobResumed")
+        m["state"] = "scheduled"
+        for due, attempt in self.parked.pop(jid, []):
+            self._push(jid, due, attempt)
+
+    @precondition(lambda self: self._live())
+    @rule(data=st.data())
+    def trigger(self, data: st.DataObject) -> None:
+        jid = data.draw(st.sampled_from(self._live()))
+        self.s.trigger(jid)
+        if self.jobs[jid]["state"] == "paused":
+            self.parked[jid].append((self._now(), 1))  # runs when resumed
+        else:
+            self._run(jid, 1)  # no runner: at once, in this thread
+
+    @rule(seconds=st.integers(0, 12))
+    def run_for(self, seconds: int) -> None:
+        limit = self._now() + seconds * 10**9
+        ran = 0
+        while self._pop(limit):
+            ran += 1
+        self.t = limit
+        assert self.s.run_for(seconds) == ran
+        assert self.clock.monotonic_ns() == limit
+
+    @rule()
+    def step(self) -> None:
+        before = len(self.expected)
+        expected_run = self._pop(None)
+        run = self.s.step()
+        assert (run is not None) == expected_run
+        if run is not None:
+            assert run.job is self.handles[self.expected[before][0]]
+        assert self.clock.monotonic_ns() == self.t
+
+    @invariant()
+    def agrees(self) -> None:
+        assert self.ran == self.expected
+        live = self._live()
+        assert len(self.s) == len(live)
+        assert sorted(j.id for j in self.s.jobs()) == live
+        for jid, m in self.jobs.items():
+            job = self.handles[jid]
+            assert job.state.value == m["state"], jid
+            assert (job.runs, job.failures) == (m["runs"], m["failures"]), jid
+        assert {f.job.id for f in self.s.failed()} == self.dead_letters
+        if self.events is not None:
+            assert self.events == self.expected_events
+
+
+LifecycleModel.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TestLifecycleModel = LifecycleModel.TestCase
