@@ -1,18 +1,21 @@
 """The Scheduler: the thread-safe facade over the queues, the clock and the job life cycle.
 
-Everything a job goes through passes through four private methods, whoever drives time:
+A job's occurrences go through one life cycle, whoever drives time:
 
-* ``_pop_due`` takes the earliest due entry from the two queues (wall and monotonic);
-* ``_begin`` decides, under the lock, whether that occurrence runs now (misfire, overlap, rate
-  limit) and queues the next regular occurrence of rate-like recurrences;
-* ``_execute`` runs the job outside the lock, catching what it raises;
-* ``_finish`` records the outcome under the lock: retries, dead letters, fixed-delay successors,
-  the job's final state.
+* ``_begin`` decides, under the lock, whether a taken occurrence runs now (misfire, overlap, rate
+  limit, ``max_concurrent``, asking the pure rules in ``duetime.policy``) and queues the next
+  regular occurrence of rate-like recurrences;
+* ``_call`` runs the job outside the lock, catching what it raises;
+* ``_finish_locked`` records the outcome under the lock: retries, dead letters, fixed-delay
+  successors, the job's resting state.
 
-``run_pending``/``step``/``run_until`` call them inline; the runner thread (``duetime.runner``)
-calls the same four, handing ``_execute`` to an executor. There is no second copy of the life
-cycle, and every change of a job's next run goes through ``_queue_regular`` or ``_queue_side``,
-which is the seam a durable store will journal.
+``run_pending``, ``step``, ``run_until`` and ``trigger`` call these three in this thread; the
+thread runner (``duetime.runner``) and the asyncio runner (``duetime.aio``) call the same three,
+handing ``_call`` to an executor or a task. Each has one copy, with its common case kept short at
+its top; the stepping loop inlines only the queue pop (a queue operation, not a life-cycle step).
+Queue and index changes go through ``_queue_regular``, ``_queue_side``, ``_hold_side``,
+``_unqueue``, ``_settle`` and ``_forget``; the keyword-less ``schedule()`` and the common
+``cancel()`` inline their queue operation for speed (see docs/concepts.md).
 """
 
 from __future__ import annotations
@@ -1230,25 +1233,26 @@ class Scheduler:
                 self._jobs[job] = job
                 self._anon_queued -= 1
             trig: Any = job._trigger
-            opts = job._opts
-            cls = type(trig)
+            x = job._x
             if (
-                opts is DEFAULT_OPTIONS
-                and self._max_concurrent is None
+                (x is None or x.opts is DEFAULT_OPTIONS)
                 and not job._running
-                and (cls in _SHORTHAND or not trig.recurring)
+                and self._max_concurrent is None
+                and (type(trig) in _SHORTHAND or not trig.recurring)
             ):
-                # The common case, kept short: every line here is paid once per run.
-                job._running += 1
+                # The common case, kept short: every line here is paid once per run, by every
+                # driver (stepping, the thread runner, the asyncio runner).
+                job._running = 1
                 self._running_total += 1
                 job._state = _RUNNING
-                if job._x is not None:
-                    job._x.attempt = 1
+                if x is not None:
+                    x.attempt = 1
                 late = (mono if tb else wall) - due
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
                 return (job, job._base, tb, 1, mono, None)  # type: ignore[return-value]
+            opts = job._opts
             trig = job.trigger
             base = job._base
             assert base is not None
@@ -1449,7 +1453,8 @@ class Scheduler:
         if job._state is _CANCELLED:
             self._abandon(occ)
             return None
-        self._emit_started(occ)
+        if self._listeners:
+            self._emit_started(occ)
         token = _current.set(occ)
         try:
             kwargs = job.kwargs
@@ -1473,9 +1478,10 @@ class Scheduler:
         job._running -= 1
         self._running_total -= 1
         job.runs += 1
+        x = job._x
         if (
             error is None
-            and job._sides is None
+            and (x is None or x.sides is None)
             and not self._listeners
             and not self._blocked
             and self._runner is None
@@ -1802,25 +1808,22 @@ class Scheduler:
         return self._run_to(clock, clock.time_ns() + span)
 
     def _run_to(self, clock: SteppableClock, target: int) -> int:
-        # The simulation hot loop. A few dozen bytecodes per occurrence decide whether duetime
-        # is faster than the standard library's sched, so the common case is inlined here:
-        # a one-shot job with default options, nobody listening, no runner, no limits. Its pop
-        # (TimerQueue), start (_begin), call (_call) and outcome (_finish_locked) are the same
-        # steps as the general methods', which take over whenever any condition fails; and
-        # each outcome is recorded under the same lock acquisition that picks the next one.
+        # The stepping loop: take the head if it is due by the target, move the clock to its
+        # due time, and hand it to the one life cycle (_begin, _call, _finish_locked), the same
+        # methods the runners use. Each outcome is recorded under the lock acquisition that
+        # takes the next occurrence, so an event costs one acquisition.
         count = 0
         lock = self._lock
         # Bound methods in a try/finally cost half of a with statement on CPython 3.11, which
         # looks up __enter__ and __exit__ on every entry.
         acquire = lock.acquire
         release = lock.release
-        qwall, qmono = self._queues
+        head = self._head
+        queues = self._queues
+        qwall, qmono = queues
         heap = qmono._heap
         run = qmono._run
         live = qmono._live
-        jobs = self._jobs
-        stats = self._stats
-        key: Any
         begin = self._begin
         call = self._call
         finish = self._finish_locked
@@ -1831,45 +1834,13 @@ class Scheduler:
         # guards those against other threads moving it; a clock being stepped here has no
         # runner, and a test that advances it from another thread meanwhile races anyway.)
         fake = self._fake
-        current_set = _current.set
-        current_reset = _current.reset
-        # The previous occurrence's outcome, settled under the next lock acquisition: ok is
-        # the job of a fast-path success (its occ and result still in those variables),
-        # done any other outcome.
-        ok: Job | None = None
-        occ: _Occ | None = None
-        result: Any = None
         done: tuple[_Occ, Any, Exception | None] | None = None
-        unbounded = self._max_concurrent is None  # fixed at construction
         tail: Sequence[Event] = ()
         try:
             while True:
                 acquire()
                 try:
-                    if ok is not None:
-                        job = ok
-                        ok = None
-                        # (Nothing is ever blocked here: only max_concurrent blocks starts,
-                        # and ok comes from the inline begin, which needs it unbounded.)
-                        if (
-                            (job._x is None or job._x.sides is None)
-                            and not self._listeners
-                            and self._runner is None
-                            and type(job._trigger) in _SHORTHAND
-                        ):
-                            # _finish_locked's common case: a success nobody is listening to.
-                            job._running -= 1
-                            self._running_total -= 1
-                            job.runs += 1
-                            stats.succeeded += 1
-                            if job._state is _RUNNING and not job._running and job._due is None:
-                                job._state = _COMPLETED
-                                del jobs[job if job._id is None else job._id]
-                            else:
-                                self._settle(job)
-                        else:
-                            finish((occ, result, None))  # type: ignore[arg-type]
-                    elif done is not None:
+                    if done is not None:
                         finish(done)
                         done = None
                     if fake:
@@ -1878,16 +1849,17 @@ class Scheduler:
                     else:
                         wall = time_ns()
                         mono = monotonic_ns()
-                    limit = target - wall + mono  # the wall target on the monotonic axis
-                    if qwall._live:
-                        head = self._head(wall, mono)
-                        if head is None or head[2] > limit:
+                    limit = target - wall + mono  # the wall-clock target on the monotonic axis
+                    if qwall._live:  # both queues: compare their heads on one axis
+                        found = head(wall, mono)
+                        if found is None or found[2] > limit:
                             tail = self._take_events()
                             break
-                        tb, entry, due = head
-                        key = self._queues[tb].pop_entry(entry)
+                        tb, entry, due = found
+                        key = queues[tb].pop_entry(entry)
                     else:
-                        # TimerQueue.head + pop_entry on the monotonic queue.
+                        # TimerQueue.pop_until on the monotonic queue, inlined: the queue
+                        # step, not the life cycle, is what a call here would cost.
                         if qmono._new:
                             qmono.absorb()
                         while True:
@@ -1927,71 +1899,17 @@ class Scheduler:
                             advance_ns(due - mono)
                             wall += due - mono
                             mono = due
-                    if (
-                        type(key) is Job
-                        and not key._running
-                        and (key._x is None or key._x.opts is DEFAULT_OPTIONS)
-                        and type(key._trigger) in _SHORTHAND
-                        and unbounded
-                        and not self._listeners
-                        and not self._pending_events
-                    ):
-                        # _begin's common case.
-                        job = key
-                        job._due = None
-                        if job._id is None and job not in jobs:
-                            jobs[job] = job  # popped: indexed while it runs (see _loosen)
-                            self._anon_queued -= 1
-                        job._running += 1
-                        self._running_total += 1
-                        job._state = _RUNNING
-                        if job._x is not None:
-                            job._x.attempt = 1
-                        if due < mono:  # not when the clock was just moved to it
-                            stats.record_late(mono - due)  # both on the monotonic axis
-                        occ = (job, job._base, tb, 1, mono, None)  # type: ignore[assignment]
-                        events: Sequence[Event] = ()
-                        fast: Job | None = job
-                    else:
-                        occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                        events = self._take_events() if self._pending_events else ()
-                        fast = None
+                    occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
+                    events = self._take_events() if self._pending_events else ()
                 finally:
                     release()
                 if events:
                     self._emit(events)
-                if occ is None:
-                    continue
-                if fast is None:
+                if occ is not None:
                     done = call(occ)
                     if done is not None:
                         count += 1
-                    continue
-                job = fast
-                # _call's common case: nothing was emitted since _begin.
-                if job._state is _CANCELLED:  # by another thread, meanwhile
-                    self._abandon(occ)
-                    continue
-                token = current_set(occ)
-                try:
-                    kwargs = job.kwargs
-                    result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
-                    if type(result) is CoroutineType:
-                        result = _await(result)
-                except Exception as exc:
-                    current_reset(token)
-                    done = (occ, None, exc)
-                except BaseException:
-                    current_reset(token)
-                    self._abandon(occ, failed=True)
-                    raise
-                else:
-                    current_reset(token)
-                    ok = job
-                count += 1
         finally:
-            if ok is not None:
-                done = (occ, result, None)  # type: ignore[assignment]
             if done is not None:
                 with lock:
                     finish(done)
