@@ -44,3 +44,84 @@ def test_only_the_clock_module_reads_real_time() -> None:
             ):
                 offenders.append(f"{name(path)}:{node.lineno} calls {ast.unparse(node.func)}")
     assert offenders == []
+
+
+def imports(path: Path) -> tuple[set[str], list[str]]:
+    """The duetime modules a module imports (at any level, TYPE_CHECKING blocks included), and
+    the ones it imports inside a function."""
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    hidden: list[str] = []
+    package = name(path) if path.name == "__init__.py" else name(path).rpartition(".")[0]
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            targets: list[str] = []
+            if isinstance(child, ast.Import):
+                targets = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    base = ".".join(
+                        [*package.split(".")[: len(package.split(".")) - child.level + 1], base]
+                    ).strip(".")
+                # 'from duetime import policy' imports the module duetime.policy.
+                targets = [f"{base}.{a.name}" for a in child.names] + [base]
+            for target in targets:
+                module = resolve(target)
+                if module is not None and module != name(path):
+                    found.add(module)
+                    if inner:
+                        hidden.append(f"{name(path)}:{child.lineno} imports {module}")
+            visit(child, inner)
+
+    visit(tree, False)
+    return found, hidden
+
+
+def resolve(target: str) -> str | None:
+    """The duetime module a dotted import target names, or None (not duetime's)."""
+    while target:
+        if target in NAMES:
+            return target
+        target = target.rpartition(".")[0]
+    return None
+
+
+NAMES = {name(p) for p in MODULES}
+
+
+def test_no_duetime_import_hides_inside_a_function() -> None:
+    hidden = [h for p in MODULES for h in imports(p)[1]]
+    assert hidden == []
+
+
+def test_the_modules_form_a_one_way_stack() -> None:
+    graph = {name(p): imports(p)[0] - {"duetime"} for p in MODULES if name(p) != "duetime"}
+    # Depth-first search for a cycle; the package __init__ (which re-exports everything) is
+    # the top and is left out.
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph.get(module, ())):
+            if state.get(dep) == 1:
+                cycle = [*path[path.index(dep) :], dep]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    # The layers named in docs/concepts.md: the runners sit under the facade, never above it.
+    assert "duetime.scheduler" not in graph["duetime.runner"]
+    assert "duetime.scheduler" not in graph["duetime._aiorunner"]
+    assert "duetime.scheduler" not in graph["duetime.job"]
+    assert graph["duetime.policy"] <= {"duetime.job", "duetime.recurrence", "duetime.retry"}
+    assert graph["duetime.core"] == set()

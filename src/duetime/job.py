@@ -13,13 +13,11 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from duetime.ratelimit import TokenBucket
-    from duetime.recurrence import Recurrence
-    from duetime.retry import RetryPolicy
-    from duetime.scheduler import Scheduler
+from duetime.ratelimit import TokenBucket
+from duetime.recurrence import After, At, Recurrence
+from duetime.retry import RetryPolicy
 
 __all__ = ["Job", "JobState", "Misfire", "Overlap", "Run", "current_run"]
 
@@ -115,7 +113,7 @@ class Job:
         "runs",
     )
 
-    _sched: Scheduler
+    _sched: JobHost
     _id: str | None
     func: Callable[..., Any]
     _trigger: Recurrence | float | int | datetime
@@ -204,12 +202,8 @@ class Job:
         """
         trigger = self._trigger
         if type(trigger) is float or type(trigger) is int:
-            from duetime.recurrence import After
-
             trigger = self._trigger = After(trigger)  # (valid: schedule() checked it)
         elif type(trigger) is datetime:
-            from duetime.recurrence import At
-
             trigger = self._trigger = At(trigger)
         return trigger  # type: ignore[return-value]
 
@@ -253,6 +247,30 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job id={self.id!r} name={self.name!r} state={self._state.value}>"
+
+
+class JobHost(Protocol):
+    """What a ``Job`` handle asks of the scheduler that made it: a small internal protocol, so
+    that this module need not import the Scheduler (which imports it)."""
+
+    def _name_job(self, job: Job) -> str: ...
+
+    def _job_next_run_time(self, job: Job) -> datetime | None: ...
+
+    def _to_datetime(self, ns: int, timebase: int) -> datetime: ...
+
+    def cancel(self, job_or_id: Job | str) -> bool: ...
+
+    def reschedule(self, job_or_id: Job | str, when: Any) -> Job: ...
+
+    def pause(self, job_or_id: Job | str) -> None: ...
+
+    def resume(self, job_or_id: Job | str) -> None: ...
+
+
+#: One occurrence as the life cycle passes it around: ``(job, due, timebase, attempt, started
+#: (monotonic ns), previous retry delay)``; also what ``current_run()`` holds.
+Occ = tuple[Job, int, int, int, int, "float | None"]
 
 
 class _Extras:
@@ -321,7 +339,7 @@ _new = object.__new__
 _SCHEDULED = JobState.SCHEDULED
 
 
-def new_job(scheduler: Scheduler, func: Callable[..., Any], trigger: Any) -> Job:
+def new_job(scheduler: JobHost, func: Callable[..., Any], trigger: Any) -> Job:
     """A new job with the defaults: no id yet, no arguments, priority 0, default options,
     nothing queued.
 

@@ -1,8 +1,8 @@
 """The runner thread: sleeps until the next due time, wakes for an earlier insert, dispatches.
 
 It is the only component of duetime with a thread of its own. It runs the same life cycle as
-manual stepping (``Scheduler._pop_due``, ``_begin``, ``_execute``/``_finish_locked``); what it adds
-is *waiting* and *dispatching*:
+manual stepping, through the engine's interface (``duetime._engine.Engine``: ``pop_due``,
+``begin``, ``execute``/``finish``); what it adds is *waiting* and *dispatching*:
 
 * It sleeps through ``clock.wait(condition, timeout)`` until the earliest due time of either
   queue. A ``FakeClock`` wakes it when fake time moves, so threaded tests take no real time.
@@ -21,16 +21,14 @@ import concurrent.futures as cf
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import real_monotonic
 from duetime.events import SchedulerStarted, SchedulerStopped
-from duetime.job import _current
-from duetime.recurrence import MONOTONIC, WALL
-
-if TYPE_CHECKING:
-    from duetime.scheduler import Scheduler, _Occ
+from duetime.job import Occ, _current
+from duetime.recurrence import MONOTONIC
 
 __all__ = ["DEFAULT_WORKERS", "HeadWatcher", "Runner", "RunnerLike"]
 
@@ -68,8 +66,8 @@ class HeadWatcher:
     it re-reads the queues before sleeping, so an insert then needs no wake-up).
     """
 
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._s = scheduler
+    def __init__(self, engine: Engine) -> None:
+        self._s = engine
         self._stop = False
         # Monotonic ns of the head the runner sleeps toward; None while it sleeps with nothing
         # queued. _sleeping is False while it is awake (it re-reads the queues before sleeping,
@@ -83,7 +81,7 @@ class HeadWatcher:
         if not self._sleeping:
             return
         if timebase != MONOTONIC:
-            clock = self._s._clock
+            clock = self._s.clock
             due = due - clock.time_ns() + clock.monotonic_ns()
         if self._wake_at is None or due < self._wake_at:
             self._wake_at = due
@@ -103,32 +101,30 @@ class HeadWatcher:
         wall-clock entries exist the sleep is capped, so that a wall-clock jump is noticed.
         """
         s = self._s
-        head = s._head(wall, mono)
+        head = s.head(wall, mono)
         self._wake_at = None if head is None else head[2]
         timeout = None if head is None else head[2] - mono
-        if s._queues[WALL] and (timeout is None or timeout > s._wall_check):
-            timeout = s._wall_check
+        if s.wall_queued() and (timeout is None or timeout > s.wall_check):
+            timeout = s.wall_check
         return timeout
 
 
 class Runner(HeadWatcher):
-    """Owns the runner thread and the executors of one started Scheduler."""
+    """Owns the runner thread and the executors of one started Scheduler (its ``Engine``)."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
-        super().__init__(scheduler)
-        self._thread = threading.Thread(
-            target=self._loop, name=f"duetime-runner-{id(scheduler):x}", daemon=True
-        )
+    def __init__(self, engine: Engine, name: str) -> None:
+        super().__init__(engine)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._owned: list[cf.Executor] = []
         self._futures: set[cf.Future[Any]] = set()
-        spec = scheduler._executor_spec
+        spec = engine.executor
         inline = spec == "inline"
         if spec is None:
             spec = cf.ThreadPoolExecutor(DEFAULT_WORKERS, thread_name_prefix="duetime-worker")
             self._owned.append(spec)
         # (The Scheduler checked both specs when it was built.)
         self._default: cf.Executor | None = None if inline else spec
-        self._named: dict[str, Any] = dict(scheduler._executors_spec)
+        self._named: dict[str, Any] = dict(engine.executors)
 
     # -- life -------------------------------------------------------------------------------------
 
@@ -138,7 +134,7 @@ class Runner(HeadWatcher):
             _prestart(ex)
         self._thread.start()
         s = self._s
-        s._emit([SchedulerStarted(s._now_dt())])
+        s.emit([SchedulerStarted(s.now())])
 
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
         """Stop the thread; with ``wait``, also wait for dispatched jobs to finish.
@@ -149,46 +145,46 @@ class Runner(HeadWatcher):
         s = self._s
         if _current.get() is not None:
             wait = False
-        with s._cond:
+        with s.cond:
             self._stop = True
-            s._cond.notify_all()
+            s.cond.notify_all()
         if threading.current_thread() is not self._thread:
             self._thread.join()
         for ex in self._owned:
             ex.shutdown(wait=wait, cancel_futures=cancel_running)
-        with s._lock:
+        with s.lock:
             pending = list(self._futures)
         if cancel_running:
             for fut in pending:
                 fut.cancel()
         if wait:
             cf.wait(pending)
-        s._emit([SchedulerStopped(s._now_dt())])
+        s.emit([SchedulerStopped(s.now())])
 
     # -- waking -----------------------------------------------------------------------------------
 
     def _wake(self) -> None:
         # The runner thread and wait_idle() callers all wait on the scheduler's condition.
-        self._s._cond.notify_all()
+        self._s.cond.notify_all()
 
     # -- the loop ---------------------------------------------------------------------------------
 
     def _loop(self) -> None:
         s = self._s
-        clock = s._clock
-        cond = s._cond
+        clock = s.clock
+        cond = s.cond
         with cond:
             while not self._stop:
                 wall = clock.time_ns()
                 mono = clock.monotonic_ns()
-                item = s._pop_due(wall, mono)
+                item = s.pop_due(wall, mono)
                 if item is not None:
-                    occ = s._begin(*item, wall, mono)
-                    events = s._take_events()
+                    occ = s.begin(*item, wall, mono)
+                    events = s.take_events()
                     cond.release()
                     try:
                         if events:
-                            s._emit(events)
+                            s.emit(events)
                         if occ is not None:
                             self._dispatch(occ)
                     finally:
@@ -202,74 +198,74 @@ class Runner(HeadWatcher):
                 finally:
                     self._sleeping = False
 
-    def _dispatch(self, occ: _Occ) -> None:
+    def _dispatch(self, occ: Occ) -> None:
         """Hand one occurrence to its executor (lock not held)."""
         s = self._s
         job = occ[0]
         name = job._opts.executor
         executor: Any = self._named[name] if name is not None else self._default
         if executor is None or executor == "inline":
-            s._execute(occ)
+            s.execute(occ)
             return
         try:
             if isinstance(executor, cf.ProcessPoolExecutor):
                 # Another process cannot run our bookkeeping: submit the bare function and
                 # record the outcome when its future completes.
-                s._emit_started(occ)
+                s.emit_started(occ)
                 fut = executor.submit(job.func, *job.args, **(job.kwargs or {}))
                 fut.add_done_callback(self._done_callback(occ, process=True))
             else:
-                fut = executor.submit(s._execute, occ)
+                fut = executor.submit(s.execute, occ)
                 fut.add_done_callback(self._done_callback(occ, process=False))
         except Exception as exc:  # a rejecting executor (shut down, saturated, ...)
             logger.error("executor %r rejected job %r: %s", executor, job.id, exc)
-            s._finish_outcome(occ, None, exc)
+            s.finish(occ, None, exc)
             return
-        with s._lock:
+        with s.lock:
             if not fut.done():
                 self._futures.add(fut)
 
-    def _done_callback(self, occ: _Occ, *, process: bool) -> Callable[[cf.Future[Any]], None]:
+    def _done_callback(self, occ: Occ, *, process: bool) -> Callable[[cf.Future[Any]], None]:
         if process:
             return lambda fut: self._process_done(occ, fut)
         return lambda fut: self._thread_done(occ, fut)
 
     def _retire(self, fut: cf.Future[Any]) -> None:
-        with self._s._lock:
+        with self._s.lock:
             self._futures.discard(fut)
             # wait_idle() may have seen this future in flight after the job's own notify.
-            self._s._cond.notify_all()
+            self._s.cond.notify_all()
 
-    def _thread_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
+    def _thread_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
         self._retire(fut)
         if fut.cancelled():
-            self._s._abandon(occ)
+            self._s.abandon(occ)
 
-    def _process_done(self, occ: _Occ, fut: cf.Future[Any]) -> None:
+    def _process_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
         s = self._s
         self._retire(fut)
         if fut.cancelled():
-            s._abandon(occ)
+            s.abandon(occ)
             return
         error = fut.exception()
         if error is not None and not isinstance(error, Exception):
             error = RuntimeError(f"job raised {error!r} in a worker process")
-        s._finish_outcome(occ, None if error else fut.result(), error)
+        s.finish(occ, None if error else fut.result(), error)
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
         s = self._s
         deadline = None if timeout is None else real_monotonic() + timeout
-        with s._cond:
+        with s.cond:
             while True:
-                if s._idle_locked() and not self._futures:
+                if s.idle() and not self._futures:
                     return True
                 if self._stop:
-                    return s._running_total == 0
+                    return s.running() == 0
                 remaining = None if deadline is None else deadline - real_monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
-                s._cond.wait(remaining)
+                s.cond.wait(remaining)
 
 
 def _prestart(executor: cf.Executor) -> None:

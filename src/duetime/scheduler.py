@@ -40,6 +40,8 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import policy
+from duetime._aiorunner import AsyncRunner
+from duetime._engine import Engine
 from duetime._timers import (
     DUE_SHIFT,
     PRIORITY_MAX,
@@ -57,6 +59,7 @@ from duetime._validate import (
     zone,
 )
 from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
+from duetime.cron import Cron
 from duetime.errors import (
     ConflictingIdError,
     InvalidArgument,
@@ -86,6 +89,7 @@ from duetime.job import (
     JobOptions,
     JobState,
     Misfire,
+    Occ,
     Overlap,
     Run,
     _current,
@@ -95,6 +99,7 @@ from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
+from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
 
 if sys.version_info >= (3, 11):
@@ -105,15 +110,12 @@ else:  # pragma: no cover
     with contextlib.suppress(ImportError):
         from typing_extensions import Unpack
 
-if TYPE_CHECKING:
-    from duetime.runner import RunnerLike
-
 __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
 
 logger = logging.getLogger("duetime")
 
 F = TypeVar("F", bound=Callable[..., Any])
-R = TypeVar("R", bound="RunnerLike")
+R = TypeVar("R", bound=RunnerLike)
 
 
 class ScheduleOptions(TypedDict, total=False):
@@ -242,7 +244,7 @@ class _Side:
 
 
 # An occurrence that has begun: (job, base, base_tb, attempt, started_mono_ns, prev_delay).
-_Occ = tuple[Job, int, int, int, int, "float | None"]
+_Occ = Occ
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,6 +388,29 @@ class Scheduler:
                 )
         self._executor_spec = executor
         self._executors_spec = dict(executors or {})
+        # What the runners may use (the package-internal interface; see duetime._engine).
+        self._engine = Engine(
+            lock=self._lock,
+            cond=self._cond,
+            clock=clock,
+            wall_check=self._wall_check,
+            executor=executor,
+            executors=self._executors_spec,
+            head=self._head,
+            wall_queued=lambda: bool(self._queues[WALL]),
+            pop_due=self._pop_due,
+            begin=self._begin,
+            call=self._call,
+            execute=self._execute,
+            finish=self._finish_outcome,
+            abandon=self._abandon,
+            emit_started=self._emit_started,
+            emit=self._emit,
+            take_events=self._take_events,
+            idle=self._idle_locked,
+            now=self._now_dt,
+            running=lambda: self._running_total,
+        )
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -762,8 +787,6 @@ class Scheduler:
             # Checked and converted once, under the caller's parameter name.
             return After._checked(when, duration_ns(param, when))
         if isinstance(when, str):
-            from duetime.cron import Cron
-
             return Cron(when, tz=self._tz)
         raise TypeError(
             f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
@@ -1941,18 +1964,17 @@ class Scheduler:
             RuntimeError: The scheduler is already running.
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        from duetime.runner import Runner
+        name = f"duetime-runner-{id(self):x}"
+        self._claim_runner("start", lambda engine: Runner(engine, name)).start()
 
-        self._claim_runner("start", Runner).start()
-
-    def _claim_runner(self, method: str, make: Callable[[Scheduler], R]) -> R:
-        """Make the scheduler's one runner with ``make(self)``, for ``start`` or ``run_async``."""
+    def _claim_runner(self, method: str, make: Callable[[Engine], R]) -> R:
+        """Make the scheduler's one runner from its engine, for ``start`` or ``run_async``."""
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError(method)
             if self._runner is not None:
                 raise RuntimeError(f"the scheduler is already running; {method}() was called twice")
-            runner = self._runner = make(self)
+            runner = self._runner = make(self._engine)
         return runner
 
     @property
@@ -1986,8 +2008,6 @@ class Scheduler:
         executor. The loop is woken by an insert from any thread, and by a ``FakeClock`` when
         fake time moves. See ``duetime.aio.AsyncScheduler`` for the context-manager form.
         """
-        from duetime.aio import AsyncRunner
-
         runner = self._claim_runner("run_async", AsyncRunner)
         try:
             await runner.run()

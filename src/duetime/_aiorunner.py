@@ -1,0 +1,187 @@
+"""The asyncio runner: the scheduler's runner as a task on the running loop, not a thread.
+
+Coroutine jobs run as tasks on the loop, plain functions in the loop's default executor. It sleeps
+on an ``asyncio.Event`` that is set, through ``loop.call_soon_threadsafe``, when an insert from any
+thread becomes the new head, when a run finishes, or (with a ``FakeClock``) when fake time moves.
+It runs the same life cycle as manual stepping and the thread runner, through the engine's
+interface (``duetime._engine.Engine``); ``duetime.aio`` builds ``AsyncScheduler`` on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from typing import Any
+
+from duetime._engine import Engine
+from duetime._validate import NS_PER_SECOND
+from duetime.clock import FakeClock
+from duetime.events import SchedulerStarted, SchedulerStopped
+from duetime.job import JobState, Occ, _current
+from duetime.runner import HeadWatcher
+
+__all__ = ["AsyncRunner"]
+
+
+class AsyncRunner(HeadWatcher):
+    """Runs a Scheduler (its ``Engine``) on the current asyncio loop (``Scheduler.run_async``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._loop = asyncio.get_running_loop()
+        self._wakeup = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._cancel = False
+
+    # -- called from any thread, under the scheduler's lock --------------------------------------
+
+    def _wake(self) -> None:
+        # The loop task and idle() callers both look again.
+        with contextlib.suppress(RuntimeError):  # a closed loop has nothing left to wake
+            self._loop.call_soon_threadsafe(self._set_both)
+
+    def _set_both(self) -> None:
+        self._wakeup.set()
+        self._changed.set()
+
+    def stop(self, *, wait: bool, cancel_running: bool) -> None:
+        """Ask the loop task to stop (it finishes in ``run``)."""
+        self._stop = True
+        self._cancel = cancel_running
+        self._wake()
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        """Not available from inside the loop: use ``await AsyncScheduler.idle()``."""
+        raise RuntimeError("use 'await scheduler.idle()' with an asyncio runner")
+
+    # -- the loop task ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Pop, dispatch and sleep until stopped."""
+        s = self._s
+        clock = s.clock
+        # A FakeClock wakes the loop when it moves: no real-time timeout.
+        fake = isinstance(clock, FakeClock)
+        remove = clock.on_move(self._wake) if isinstance(clock, FakeClock) else None
+        s.emit([SchedulerStarted(s.now())])
+        try:
+            while not self._stop:
+                with s.lock:
+                    wall = clock.time_ns()
+                    mono = clock.monotonic_ns()
+                    item = s.pop_due(wall, mono)
+                    occ = None
+                    timeout: float | None = None
+                    if item is not None:
+                        occ = s.begin(*item, wall, mono)
+                    else:
+                        timeout_ns = self._plan_sleep(wall, mono)
+                        if timeout_ns is not None and not fake:
+                            timeout = timeout_ns / NS_PER_SECOND
+                        self._sleeping = True
+                        self._wakeup.clear()
+                    events = s.take_events()
+                if events:
+                    s.emit(events)
+                if item is not None:
+                    if occ is not None:
+                        self._dispatch(occ)
+                    await asyncio.sleep(0)  # let started tasks and other callbacks run
+                    continue
+                self._changed.set()
+                try:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._wakeup.wait(), timeout)
+                finally:
+                    self._sleeping = False
+        finally:
+            if remove is not None:
+                remove()
+            tasks = list(self._tasks)
+            if self._cancel:
+                for task in tasks:
+                    task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            s.emit([SchedulerStopped(s.now())])
+
+    def _dispatch(self, occ: Occ) -> None:
+        job = occ[0]
+        fut: asyncio.Future[Any]
+        if inspect.iscoroutinefunction(job.func):
+            fut = self._loop.create_task(self._run_coroutine(occ))
+        else:
+            fut = self._run_in_executor(occ)
+        self._tasks.add(fut)
+        fut.add_done_callback(self._task_done)
+
+    def _run_in_executor(self, occ: Occ) -> asyncio.Future[Any]:
+        """Run a plain function in the loop's default executor.
+
+        If the future is cancelled (``aclose(cancel_running=True)``) before a worker starts the
+        job, nothing will record its outcome, so the run is abandoned here. Whether it started
+        is settled under the scheduler's lock, so exactly one side does the bookkeeping.
+        """
+        s = self._s
+        state = {"started": False, "abandoned": False}
+
+        def run() -> None:
+            with s.lock:
+                if state["abandoned"]:
+                    return
+                state["started"] = True
+            s.execute(occ)
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if not fut.cancelled():
+                return
+            with s.lock:
+                if state["started"]:
+                    return
+                state["abandoned"] = True
+            s.abandon(occ)
+
+        fut = self._loop.run_in_executor(None, run)
+        fut.add_done_callback(done)
+        return fut
+
+    def _task_done(self, fut: asyncio.Future[Any]) -> None:
+        self._tasks.discard(fut)
+        self._changed.set()  # idle() may be waiting for exactly this
+
+    async def _run_coroutine(self, occ: Occ) -> None:
+        s = self._s
+        job = occ[0]
+        if job._state is JobState.CANCELLED:
+            s.abandon(occ)
+            return
+        s.emit_started(occ)
+        token = _current.set(occ)
+        try:
+            kwargs = job.kwargs or {}
+            result = await job.func(*job.args, **kwargs)
+        except asyncio.CancelledError:
+            s.abandon(occ)
+            raise
+        except Exception as exc:
+            s.finish(occ, None, exc)
+        except BaseException:
+            # KeyboardInterrupt, SystemExit: not the job's outcome (as in Scheduler._call).
+            s.abandon(occ, failed=True)
+            raise
+        else:
+            s.finish(occ, result, None)
+        finally:
+            _current.reset(token)
+
+    async def idle(self) -> None:
+        """Wait until nothing is due and nothing is running."""
+        s = self._s
+        while True:
+            with s.lock:
+                if s.idle() and not self._tasks:
+                    return
+                self._changed.clear()
+            await self._changed.wait()

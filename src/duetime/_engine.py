@@ -1,0 +1,85 @@
+"""The engine's package-internal interface: what a runner may use of the scheduler it runs.
+
+A runner (the thread runner in ``duetime.runner``, the asyncio runner in ``duetime._aiorunner``)
+takes due occurrences, hands them to an executor and records their outcomes through the one life
+cycle the Scheduler owns. It gets these operations as an ``Engine`` built once by the Scheduler,
+instead of reaching into the Scheduler's private fields, and it never imports ``duetime.scheduler``:
+the modules form a one-way stack (tests/test_layers.py checks it).
+
+The operations are the Scheduler's own bound methods, stored as attributes, so calling one costs
+the same as calling the method itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from duetime.clock import Clock
+from duetime.events import Event
+from duetime.job import Occ
+
+__all__ = ["Done", "Engine"]
+
+#: A finished call: the occurrence, the function's result, and what it raised (or None).
+Done = tuple[Occ, Any, "Exception | None"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Engine:
+    """What a runner may do with the scheduler it runs. All times are integer nanoseconds.
+
+    Attributes:
+        lock: The scheduler's lock; the operations marked "lock held" need it.
+        cond: The condition variable (on ``lock``) that runners sleep on and ``wait_idle``
+            callers wait on.
+        clock: The scheduler's clock.
+        wall_check: Longest sleep while wall-clock entries are queued (nanoseconds).
+        executor: The default executor spec (``None``: a pool; ``"inline"``; an Executor).
+        executors: The named executors.
+        head: ``(wall, mono) -> (timebase, entry, due on the monotonic axis) | None``: the
+            earliest queued entry (lock held).
+        wall_queued: ``() -> bool``: whether any wall-clock entry is queued (lock held).
+        pop_due: ``(wall, mono) -> (key, timebase, due) | None``: take the earliest entry due
+            now (lock held).
+        begin: ``(key, timebase, due, wall, mono) -> Occ | None``: decide whether a taken entry
+            runs now (lock held).
+        call: ``(occ) -> Done | None``: run the job's function, catching what it raises (lock
+            not held); None if it was cancelled before it started.
+        execute: ``(occ) -> None``: ``call`` and record the outcome (lock not held).
+        finish: ``(occ, result, error) -> None``: record an outcome produced elsewhere, by a
+            process pool or a coroutine (lock not held).
+        abandon: ``(occ, failed=False) -> None``: forget an occurrence that produced no outcome
+            (lock not held).
+        emit_started: ``(occ) -> None``: tell listeners an occurrence starts (lock not held).
+        emit: ``(events) -> None``: deliver events to listeners (lock not held).
+        take_events: ``() -> events``: the events raised under the lock, to emit once it is
+            released (lock held).
+        idle: ``() -> bool``: nothing due now and nothing running (lock held).
+        now: ``() -> datetime``: the clock's wall time in the scheduler's zone.
+        running: ``() -> int``: occurrences running now (lock held).
+    """
+
+    lock: threading.RLock
+    cond: threading.Condition
+    clock: Clock
+    wall_check: int
+    executor: Any
+    executors: dict[str, Any]
+    head: Callable[[int, int], tuple[int, int, int] | None]
+    wall_queued: Callable[[], bool]
+    pop_due: Callable[[int, int], tuple[Any, int, int] | None]
+    begin: Callable[[Any, int, int, int, int], Occ | None]
+    call: Callable[[Occ], Done | None]
+    execute: Callable[[Occ], None]
+    finish: Callable[[Occ, Any, Exception | None], None]
+    abandon: Callable[..., None]
+    emit_started: Callable[[Occ], None]
+    emit: Callable[[Sequence[Event]], None]
+    take_events: Callable[[], Sequence[Event]]
+    idle: Callable[[], bool]
+    now: Callable[[], datetime]
+    running: Callable[[], int]
