@@ -73,7 +73,9 @@ def imports(path: Path) -> tuple[set[str], list[str]]:
                 if module is not None and module != name(path):
                     found.add(module)
                     if inner:
-                        hidden.append(f"{name(path)}:{child.lineno} imports {module}")
+                        hidden.append(
+                            f"{name(path)}:{getattr(child, 'lineno', 0)} imports {module}"
+                        )
             visit(child, inner)
 
     visit(tree, False)
