@@ -43,6 +43,7 @@ from duetime.recurrence import After, At, FixedDelay, FixedRate, Recurrence
 from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
 from duetime.scheduler import FailedJob, ScheduleOptions, Scheduler
 from duetime.stats import Lateness, Stats
+from duetime.stores import JobStore, MemoryStore
 
 __version__ = "0.1.0"
 
@@ -82,8 +83,10 @@ __all__ = [
     "JobSkipped",
     "JobStarted",
     "JobState",
+    "JobStore",
     "JobSucceeded",
     "Lateness",
+    "MemoryStore",
     "Misfire",
     "NoRetry",
     "Overlap",

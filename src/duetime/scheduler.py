@@ -14,8 +14,9 @@ thread runner (``duetime.runner``) and the asyncio runner (``duetime.aio``) call
 handing ``_call`` to an executor or a task. Each has one copy, with its common case kept short at
 its top; the stepping loop inlines only the queue pop (a queue operation, not a life-cycle step).
 Queue and index changes go through ``_queue_regular``, ``_queue_side``, ``_hold_side``,
-``_unqueue``, ``_settle`` and ``_forget``; the keyword-less ``schedule()`` and the common
-``cancel()`` inline their queue operation for speed (see docs/concepts.md).
+``_unqueue`` and ``_settle``, which apply them through the store (``duetime.stores``); the
+keyword-less ``schedule()``, the common ``cancel()`` and the stepping loop use ``MemoryStore``'s
+structures directly for speed (see docs/concepts.md).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from duetime._timers import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     PRIORITY_ZERO_BITS,
-    TimerQueue,
 )
 from duetime._validate import (
     NS_PER_SECOND,
@@ -101,6 +101,7 @@ from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
+from duetime.stores.memory import MemoryStore
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -290,6 +291,8 @@ class Scheduler:
             bound beyond the executors').
         wall_check_interval: Longest the runner sleeps, in seconds, while wall-clock jobs are
             pending, so that a wall-clock jump is noticed. Default 1 second.
+        store: Where jobs are kept: a new ``MemoryStore`` (the default: this process's
+            memory). Durable stores come later (docs/decisions.md).
     """
 
     def __init__(
@@ -306,6 +309,7 @@ class Scheduler:
         executors: dict[str, Any] | None = None,
         max_concurrent: int | None = None,
         wall_check_interval: float | int | timedelta = 1.0,
+        store: MemoryStore | None = None,
     ) -> None:
         if clock is None:
             clock = SystemClock()
@@ -313,6 +317,16 @@ class Scheduler:
             raise TypeError(
                 f"clock must implement the Clock protocol (time, monotonic, time_ns, "
                 f"monotonic_ns, wait), got {clock!r}"
+            )
+        if store is None:
+            store = MemoryStore()
+        elif not isinstance(store, MemoryStore):
+            raise TypeError(
+                f"store must be a MemoryStore (durable stores are not built yet), got {store!r}"
+            )
+        elif store.count() or store.dead:
+            raise InvalidArgument(
+                f"store must be new: a store belongs to one Scheduler, got {store!r}"
             )
         if rng is None:
             rng = random.Random()
@@ -344,26 +358,15 @@ class Scheduler:
 
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        # One counter for both queues keeps FIFO order across timebases among equal times.
-        counter = itertools.count()
-        self._queues: tuple[TimerQueue, TimerQueue] = (
-            TimerQueue(counter),
-            TimerQueue(counter),
-        )
-        # Live jobs by id. An anonymous job (no id read yet) is not indexed while its regular
-        # entry is queued, where the queues find it and _anon_queued counts it; once loose
-        # (popped, paused, unqueued) it is indexed by the Job itself (_loosen), until it ends
-        # (_forget) or its id is read (_name_job). A pending one-shot thus costs no index entry.
-        self._jobs: dict[str | Job, Job] = {}
-        self._anon_queued = 0
-        self._failed: dict[str, FailedJob] = {}
+        # Jobs, their queued occurrences, dead letters and starts waiting for a slot: every
+        # change to them goes through the store (see duetime.stores).
+        self._store = store
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
         # with the random part, across restarts) at ~0.1 µs, where uuid4() costs ~3 µs.
         self._id_prefix = f"{next(_SCHEDULER_IDS):x}{os.urandom(3).hex()}-"
         self._id_counter = itertools.count(1)
         self._running_total = 0
-        self._blocked: list[_Side] = []
         self._shutdown = False
         self._stats = StatsRecorder()
         # Events raised while the lock is held wait here until the lock is released.
@@ -396,8 +399,8 @@ class Scheduler:
             wall_check=self._wall_check,
             executor=executor,
             executors=self._executors_spec,
-            head=self._head,
-            wall_queued=lambda: bool(self._queues[WALL]),
+            head=store.head,
+            wall_queued=store.wall_queued,
             pop_due=self._pop_due,
             begin=self._begin,
             call=self._call,
@@ -524,11 +527,12 @@ class Scheduler:
                 job._base = job._due = first
                 # TimerQueue.push for a key not yet queued, at priority 0, inlined: the call
                 # was ~4% of an event (tests/test_timers.py checks both make the same entry).
-                q = self._queues[MONOTONIC]
+                store = self._store
+                q = store.queues[MONOTONIC]
                 job._qkey = entry = (first << DUE_SHIFT) + PRIORITY_ZERO_BITS + next(q._counter)
                 q._live[entry] = job
                 q._new.append(entry)
-                self._anon_queued += 1
+                store.anonymous += 1
         finally:
             lock.release()
         if plain:
@@ -605,7 +609,7 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            existing = None if id is None else self._jobs.get(id)
+            existing = None if id is None else self._store.get(id)
             if existing is not None:
                 if not replace:
                     raise ConflictingIdError(id)
@@ -624,8 +628,8 @@ class Scheduler:
                 # general placement. Such a job is found through its queue entry, so it needs
                 # no index entry (_anon_queued).
                 job._base = job._due = first
-                self._queues[MONOTONIC].push(job, first, priority)  # type: ignore[arg-type]
-                self._anon_queued += 1
+                self._store.add(job, None)
+                self._store.push(MONOTONIC, job, first, priority)  # type: ignore[arg-type]
                 if not self._listeners:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -641,14 +645,12 @@ class Scheduler:
         """Index and queue a new job (lock held)."""
         if id is not None:
             job._id = id
-            self._jobs[id] = job
-        else:
-            self._anon_queued += 1
+        self._store.add(job, id)
         self._place_first(job, first, paused)
         if id is None and job._state is JobState.PAUSED:
             # An anonymous job is counted as queued; placed paused, it is loose instead.
-            # (Placement may also have ended it at once: _forget then uncounted it.)
-            self._loosen(job)
+            # (Placement may also have ended it at once: forget() then uncounted it.)
+            self._store.loosen(job)
 
     @staticmethod
     def _set_params(
@@ -834,7 +836,7 @@ class Scheduler:
         """Put an entry in a queue, waking the runner if it becomes the new head."""
         if self._runner is not None:
             self._runner.note_push(tb, due)
-        self._queues[tb].push(key, due, priority)
+        self._store.push(tb, key, due, priority)
 
     def _hold_side(self, side: _Side, hold: int) -> None:
         """Keep a side unqueued until the job's run ends (_HELD) or a slot frees (_BLOCKED)."""
@@ -842,7 +844,7 @@ class Scheduler:
         side.hold = hold
         self._attach_side(side)
         if hold == _BLOCKED:
-            self._blocked.append(side)
+            self._store.block(side)
 
     @staticmethod
     def _attach_side(side: _Side) -> None:
@@ -863,27 +865,28 @@ class Scheduler:
 
     def _release_blocked(self) -> None:
         """Queue blocked starts, oldest first, while ``max_concurrent`` leaves room."""
-        if not self._blocked or self._max_concurrent is None:
+        if self._max_concurrent is None:
             return
         room = self._max_concurrent - self._running_total
         now = self._clock.monotonic_ns()
-        while self._blocked and room > 0:
-            side = self._blocked.pop(0)
+        while room > 0:
+            side = self._store.next_blocked()
+            if side is None:
+                return
             self._queue_side(side, now)
             room -= 1
 
     def _unqueue(self, job: Job) -> None:
         """Remove every pending entry of ``job`` (regular and side) and forget them."""
         if job._due is not None:
-            self._queues[_timebase(job._trigger)].cancel(job)
+            self._store.unqueue(_timebase(job._trigger), job)
             job._due = job._base = None
-            self._loosen(job)
+            self._store.loosen(job)
         if job._sides:
-            mono = self._queues[MONOTONIC]
             for side in job._sides:
-                mono.cancel(side)
+                self._store.unqueue(MONOTONIC, side)
                 if side.hold == _BLOCKED:
-                    self._blocked.remove(side)
+                    self._store.unblock(side)
         job._sides = None
 
     def _settle(self, job: Job, failed: bool = False) -> None:
@@ -901,21 +904,7 @@ class Scheduler:
         if new is not None:
             job._state = new
             if new in _ENDED:
-                self._forget(job)
-
-    def _loosen(self, job: Job) -> None:
-        """An anonymous job's regular entry left the queue: index it so it stays findable."""
-        if job._id is None and job not in self._jobs and job._state not in _ENDED:
-            self._jobs[job] = job
-            self._anon_queued -= 1
-
-    def _forget(self, job: Job) -> None:
-        """Drop an ended job from the index (or from the count of queued anonymous jobs)."""
-        key = job if job._id is None else job._id
-        if self._jobs.get(key) is job:
-            del self._jobs[key]
-        elif job._id is None:
-            self._anon_queued -= 1
+                self._store.forget(job)
 
     # -- management -----------------------------------------------------------------------------
 
@@ -925,13 +914,13 @@ class Scheduler:
                 if job_or_id._sched is self and job_or_id._state not in _ENDED:
                     return job_or_id
                 raise JobLookupError(job_or_id.id)
-            job = self._jobs.get(job_or_id._id)
+            job = self._store.get(job_or_id._id)
             if job is not job_or_id:
                 raise JobLookupError(job_or_id.id)
             return job
         if not isinstance(job_or_id, str):
             raise TypeError(f"job_or_id must be a Job or a job id (str), got {job_or_id!r}")
-        job = self._jobs.get(job_or_id)
+        job = self._store.get(job_or_id)
         if job is None:
             raise JobLookupError(job_or_id)
         return job
@@ -940,18 +929,18 @@ class Scheduler:
         """The live job with this id, or None."""
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
-        return self._jobs.get(id)
+        return self._store.get(id)
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Job):
             if item._id is None:
                 return item._sched is self and item._state not in _ENDED
-            return self._jobs.get(item._id) is item
-        return item in self._jobs
+            return self._store.contains(item)
+        return isinstance(item, str) and self._store.get(item) is not None
 
     def __len__(self) -> int:
         """Number of live jobs (scheduled, running or paused)."""
-        return len(self._jobs) + self._anon_queued
+        return self._store.count()
 
     def cancel(self, job_or_id: Job | str) -> bool:
         """Cancel a job: none of its pending occurrences will run.
@@ -975,14 +964,15 @@ class Scheduler:
                     and job._x is None
                     and job._qkey is not None
                     and not self._listeners
-                    and job not in self._jobs
+                    and job not in self._store.index
                 ):
                     # The common case: a queued anonymous job with nothing on the side, which
-                    # is counted, not indexed. _unqueue and _forget, inlined.
-                    self._queues[_timebase(job._trigger)].cancel(job)
+                    # is counted, not indexed. _unqueue and MemoryStore.forget, inlined.
+                    store = self._store
+                    store.queues[_timebase(job._trigger)].cancel(job)
                     job._due = job._base = None
                     job._state = _CANCELLED
-                    self._anon_queued -= 1
+                    store.anonymous -= 1
                     return True
             finally:
                 lock.release()
@@ -1000,7 +990,7 @@ class Scheduler:
             )
             self._unqueue(job)
             job._state = JobState.CANCELLED
-            self._forget(job)
+            self._store.forget(job)
         if event is not None:
             self._emit([event])
         return True
@@ -1043,13 +1033,13 @@ class Scheduler:
             )
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
-                self._queues[_timebase(job._trigger)].cancel(job)
-                self._loosen(job)
+                self._store.unqueue(_timebase(job._trigger), job)
+                self._store.loosen(job)
             now = self._clock.monotonic_ns()
             for side in job._sides or ():
-                self._queues[MONOTONIC].cancel(side)
+                self._store.unqueue(MONOTONIC, side)
                 if side.hold == _BLOCKED:  # it would have started: it starts on resume
-                    self._blocked.remove(side)
+                    self._store.unblock(side)
                     side.hold, side.due = _QUEUED, now
             job._state = JobState.PAUSED
         if event is not None:
@@ -1110,12 +1100,7 @@ class Scheduler:
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
         with self._lock:
-            found = dict.fromkeys(self._jobs.values())
-            if self._anon_queued:  # queued anonymous jobs are found through the queues
-                for queue in self._queues:
-                    for key in queue.live_keys():
-                        found[key if type(key) is Job else key.job] = None
-            jobs = list(found)
+            jobs = self._store.jobs()
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             keyed = []
@@ -1130,7 +1115,7 @@ class Scheduler:
         with self._lock:
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            head = self._head(wall, mono)
+            head = self._store.head(wall, mono)
             if head is None:
                 return None
             return self._to_datetime(head[2], MONOTONIC, wall, mono)
@@ -1162,12 +1147,7 @@ class Scheduler:
         with self._lock:
             if job._id is None:
                 job_id = self._id_prefix + format(next(self._id_counter), "x")
-                if self._jobs.get(job) is job:  # loose: re-index it by its new id
-                    del self._jobs[job]
-                    self._jobs[job_id] = job
-                elif job._state not in _ENDED:  # queued and counted: index it by id
-                    self._jobs[job_id] = job
-                    self._anon_queued -= 1
+                self._store.name(job, job_id)
                 job._id = job_id
             return job._id
 
@@ -1216,30 +1196,13 @@ class Scheduler:
 
     # -- the life cycle -------------------------------------------------------------------------
 
-    def _head(self, wall: int, mono: int) -> tuple[int, int, int] | None:
-        """The earliest live entry of both queues: ``(queue index, entry, due as monotonic)``.
-
-        Entries are packed ints (see duetime._timers): moving a wall-clock entry onto the
-        monotonic axis is one addition, after which one comparison orders the two heads by
-        ``(due, priority, seq)``.
-        """
-        qwall, qmono = self._queues
-        em = qmono.head()
-        ew = qwall.head() if qwall._live else None
-        if ew is None:
-            return None if em is None else (MONOTONIC, em, em >> DUE_SHIFT)
-        ew_mono = ew + ((mono - wall) << DUE_SHIFT)
-        if em is None or ew_mono < em:
-            return (WALL, ew, ew_mono >> DUE_SHIFT)
-        return (MONOTONIC, em, em >> DUE_SHIFT)
-
     def _pop_due(self, wall: int, mono: int) -> tuple[Any, int, int] | None:
         """Pop the earliest entry due at ``(wall, mono)``: ``(key, queue index, due)``."""
-        head = self._head(wall, mono)
+        head = self._store.head(wall, mono)
         if head is None or head[2] > mono:
             return None
         tb, entry, _ = head
-        return self._queues[tb].pop_entry(entry), tb, entry >> DUE_SHIFT
+        return self._store.take(tb, entry), tb, entry >> DUE_SHIFT
 
     def _begin(self, key: Any, tb: int, due: int, wall: int, mono: int) -> _Occ | None:
         """Decide whether a popped entry runs now. Called with the lock held.
@@ -1251,10 +1214,12 @@ class Scheduler:
         if type(key) is Job:
             job = key
             job._due = None
-            if job._id is None and job not in self._jobs:
-                # Its regular entry is no longer queued: index it (_loosen, inlined).
-                self._jobs[job] = job
-                self._anon_queued -= 1
+            if job._id is None:
+                # Its regular entry is no longer queued: index it (MemoryStore.loosen, inlined).
+                store = self._store
+                if job not in store.index:
+                    store.index[job] = job
+                    store.anonymous -= 1
             trig: Any = job._trigger
             x = job._x
             if (
@@ -1506,7 +1471,7 @@ class Scheduler:
             error is None
             and (x is None or x.sides is None)
             and not self._listeners
-            and not self._blocked
+            and not self._store.blocked
             and self._runner is None
             and (type(job._trigger) in _SHORTHAND or not job.trigger.after_finish)
         ):
@@ -1514,7 +1479,7 @@ class Scheduler:
             self._stats.succeeded += 1
             if job._state is _RUNNING and not job._running and job._due is None:
                 job._state = _COMPLETED
-                del self._jobs[job if job._id is None else job._id]
+                del self._store.index[job if job._id is None else job._id]
             else:
                 self._settle(job)
             return
@@ -1634,13 +1599,16 @@ class Scheduler:
             running=job._running,
         )
         if one_shot_dead:
-            self._failed[job.id] = FailedJob(
-                job,
-                error,
-                "".join(traceback.format_exception(type(error), error, error.__traceback__)),
-                attempt,
-                self._to_datetime(base, base_tb),
-                self._to_datetime(mono, MONOTONIC),
+            self._store.put_dead(
+                job.id,
+                FailedJob(
+                    job,
+                    error,
+                    "".join(traceback.format_exception(type(error), error, error.__traceback__)),
+                    attempt,
+                    self._to_datetime(base, base_tb),
+                    self._to_datetime(mono, MONOTONIC),
+                ),
             )
         return True, one_shot_dead
 
@@ -1649,7 +1617,7 @@ class Scheduler:
     def failed(self) -> list[FailedJob]:
         """One-shot jobs whose last attempt failed (the dead-letter list), oldest first."""
         with self._lock:
-            return list(self._failed.values())
+            return self._store.dead_letters()
 
     def retry_failed(self, id: str) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -1661,19 +1629,20 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
-            entry = self._failed.get(id)
+            dead = {d.job.id: d for d in self._store.dead_letters()}
+            entry = dead.get(id)
             if entry is None:
                 raise JobLookupError(id)
-            if id in self._jobs:
+            if self._store.get(id) is not None:
                 raise ConflictingIdError(id)
             if self._shutdown:
                 raise SchedulerShutdownError("retry a failed job")
-            del self._failed[id]
-            job = entry.job
+            self._store.take_dead(id)
+            job: Job = entry.job
             job._trigger = After(0)
             job._state = JobState.SCHEDULED
             job._extras().attempt = 0
-            self._jobs[id] = job
+            self._store.add(job, id)
             self._queue_regular(job, self._clock.monotonic_ns())
             event = (
                 JobAdded(id, self._now_dt(), self._job_next_run_time(job))
@@ -1689,22 +1658,22 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
-            return self._failed.pop(id, None) is not None
+            return self._store.take_dead(id) is not None
 
     def stats(self) -> Stats:
         """A snapshot of counters, queue sizes and start-lateness percentiles."""
         with self._lock:
-            wall, mono = self._queues
+            live, stale, compactions = self._store.queue_stats()
             return self._stats.snapshot(
-                live=len(wall) + len(mono),
-                stale=wall.stale + mono.stale,
-                compactions=wall.compactions + mono.compactions,
+                live=live,
+                stale=stale,
+                compactions=compactions,
                 jobs=len(self),
                 running=self._running_total,
                 held=sum(
-                    side.hold == _HELD for job in self._jobs.values() for side in job._sides or ()
+                    side.hold == _HELD for job in self._store.jobs() for side in job._sides or ()
                 ),
-                blocked=len(self._blocked),
+                blocked=len(self._store.blocked),
             )
 
     # -- driving time by hand -------------------------------------------------------------------
@@ -1771,7 +1740,7 @@ class Scheduler:
             with self._lock:
                 wall = clock.time_ns()
                 mono = clock.monotonic_ns()
-                head = self._head(wall, mono)
+                head = self._store.head(wall, mono)
                 if horizon is not None and (head is None or head[2] > horizon - wall + mono):
                     # (head[2] is on the monotonic axis; the horizon is wall-clock.)
                     if horizon > wall:
@@ -1785,7 +1754,7 @@ class Scheduler:
                     clock.advance_ns(due - mono)
                     wall = clock.time_ns()
                     mono = clock.monotonic_ns()
-                key = self._queues[tb].pop_entry(entry)
+                key = self._store.take(tb, entry)
                 occ = self._begin(key, tb, entry >> DUE_SHIFT, wall, mono)
                 events = self._take_events()
             if events:
@@ -1841,8 +1810,9 @@ class Scheduler:
         # looks up __enter__ and __exit__ on every entry.
         acquire = lock.acquire
         release = lock.release
-        head = self._head
-        queues = self._queues
+        store = self._store
+        head = store.head
+        queues = store.queues
         qwall, qmono = queues
         heap = qmono._heap
         run = qmono._run
@@ -2034,7 +2004,7 @@ class Scheduler:
         """Whether nothing is due now and nothing is running (lock held). The runners add
         their own in-flight work to this."""
         mono = self._clock.monotonic_ns()
-        head = self._head(self._clock.time_ns(), mono)
+        head = self._store.head(self._clock.time_ns(), mono)
         return self._running_total == 0 and (head is None or head[2] > mono)
 
     def __enter__(self) -> Scheduler:
