@@ -63,7 +63,8 @@ SCHEDULER_CASES: list[Case] = [
     ("object when", lambda s: s.schedule(print, object()), TypeError, "when must be a Recurrence"),
     ("bad cron string", lambda s: s.schedule(print, "tomorrow"), InvalidArgument, "'tomorrow'"),
     # schedule(): other parameters
-    ("non-callable", lambda s: s.schedule("print", 1), TypeError, "func must be callable, got 'print'"),  # type: ignore[arg-type]
+    ("unregistered task name", lambda s: s.schedule("print", 1), InvalidArgument, r"func 'print' is not a registered task \(registered: none yet\); register it with @s.task\('print'\)"),
+    ("non-callable", lambda s: s.schedule(42, 1), TypeError, "func must be callable or a registered task name, got 42"),  # type: ignore[arg-type]
     ("args type", lambda s: s.schedule(print, 1, args="ab"), TypeError, "args must be a tuple or list"),  # type: ignore[arg-type]
     ("kwargs type", lambda s: s.schedule(print, 1, kwargs=[1]), TypeError, "kwargs must be a dict"),  # type: ignore[arg-type]
     ("id type", lambda s: s.schedule(print, 1, id=5), TypeError, "id must be a str"),  # type: ignore[arg-type]
@@ -82,7 +83,7 @@ SCHEDULER_CASES: list[Case] = [
     ("limiter type", lambda s: s.schedule(print, 1, limiter=10), TypeError, "limiter must be a TokenBucket"),  # type: ignore[arg-type]
     ("unknown executor", lambda s: s.schedule(print, 1, executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
     ("unknown keyword", lambda s: s.schedule(print, 1, args=(), priorty=1), TypeError, r"Scheduler.schedule\(\) got an unexpected keyword argument 'priorty'"),  # type: ignore[call-arg]
-    ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable, got None"),  # type: ignore[arg-type]
+    ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable or a registered task name, got None"),  # type: ignore[arg-type]
     ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
     ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),
     ("when keyword, bad value", lambda s: s.schedule(print, when=-1), InvalidArgument, "when must not be negative"),

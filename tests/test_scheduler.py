@@ -1203,3 +1203,36 @@ class LifecycleModel(RuleBasedStateMachine):
 
 LifecycleModel.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
 TestLifecycleModel = LifecycleModel.TestCase
+
+
+# -- tasks: functions by name --------------------------------------------------------------------
+
+
+def test_registered_tasks_are_scheduled_by_name(scheduler: Scheduler, calls: list[Any]) -> None:
+    @scheduler.task("greet")
+    def greet(who: str) -> None:
+        calls.append(f"hello {who}")
+
+    scheduler.register("shout", calls.append)
+    assert scheduler.tasks() == {"greet": greet, "shout": calls.append}
+    job = scheduler.schedule("greet", 5, args=("ada",), id="g")
+    scheduler.schedule("shout", 6, args=("HEY",))
+    assert job.func is greet
+    scheduler.run_for(10)
+    assert calls == ["hello ada", "HEY"]
+    scheduler.register("greet", greet)  # the same function again: fine
+
+
+def test_a_task_name_means_one_function(scheduler: Scheduler) -> None:
+    scheduler.register("job", print)
+    with pytest.raises(InvalidArgument, match="name 'job' is already the task"):
+        scheduler.register("job", repr)
+    with pytest.raises(InvalidArgument, match="name must not be empty"):
+        scheduler.register("", print)
+    with pytest.raises(TypeError, match="func must be callable, got 3"):
+        scheduler.register("x", 3)  # type: ignore[arg-type]
+    with pytest.raises(
+        InvalidArgument, match=r"func 'jb' is not a registered task \(registered: job\)"
+    ):
+        scheduler.schedule("jb", 1)
+    assert scheduler.tasks() == {"job": print} and len(scheduler) == 0

@@ -362,6 +362,8 @@ class Scheduler:
         # change to them goes through the store (see duetime.stores).
         self._store = store
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
+        # Task names (register, @task) -> functions.
+        self._tasks: dict[str, Callable[..., Any]] = {}
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
         # with the random part, across restarts) at ~0.1 µs, where uuid4() costs ~3 µs.
         self._id_prefix = f"{next(_SCHEDULER_IDS):x}{os.urandom(3).hex()}-"
@@ -439,7 +441,7 @@ class Scheduler:
 
     def schedule(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | str,
         /,
         when: Any = _NO_WHEN,
         *misplaced: Any,
@@ -448,7 +450,8 @@ class Scheduler:
         """Schedule ``func(*args, **kwargs)`` to run ``when``.
 
         Args:
-            func: Any callable (a coroutine function under ``AsyncScheduler``).
+            func: Any callable (a coroutine function runs to completion; on ``AsyncScheduler``,
+                as a task on its loop), or the name of a task given to ``register``/``task``.
             when: A ``Recurrence`` (``At``, ``After``, ``FixedRate``, ``FixedDelay``, ``Cron``,
                 ``Poisson``), an aware datetime (= ``At``), a number of seconds or a timedelta
                 (= ``After``), or a cron string (= ``Cron`` in the scheduler's zone).
@@ -541,7 +544,7 @@ class Scheduler:
 
     def _schedule(
         self,
-        func: Callable[..., Any],
+        func: Callable[..., Any] | str,
         when: Any,
         /,
         *,
@@ -563,8 +566,10 @@ class Scheduler:
         """``schedule`` with its options bound: the general path, which validates each."""
         # Everything is checked and computed before the lock is taken and anything changes:
         # bad input can never leave the scheduler half-updated.
-        if not callable(func):
-            raise TypeError(f"func must be callable, got {func!r}")
+        if type(func) is str:
+            func = self._task_named(func)
+        elif not callable(func):
+            raise TypeError(f"func must be callable or a registered task name, got {func!r}")
         if when is _NO_WHEN:
             raise TypeError(
                 "schedule() needs when: schedule(func, when), e.g. schedule(func, 30) for "
@@ -691,6 +696,58 @@ class Scheduler:
         if not self._listeners:
             return None
         return JobRescheduled(job.id, self._now_dt(), previous, self._job_next_run_time(job))
+
+    # -- tasks ----------------------------------------------------------------------------------
+
+    def register(self, name: str, func: Callable[..., Any]) -> None:
+        """Register ``func`` under a task name, so that jobs can name it: ``schedule(name,
+        when)``. A durable store records a job's task by this name (a store holds data, never
+        code: only tasks registered in a process run there).
+
+        Raises:
+            TypeError: ``name`` is not a str or ``func`` is not callable.
+            InvalidArgument: ``name`` is empty, or taken by another function.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {name!r}")
+        if not name:
+            raise InvalidArgument("name must not be empty")
+        if not callable(func):
+            raise TypeError(f"func must be callable, got {func!r}")
+        with self._lock:
+            known = self._tasks.get(name)
+            if known is not None and known is not func:
+                raise InvalidArgument(
+                    f"name {name!r} is already the task {known!r}; a task name means one function"
+                )
+            self._tasks[name] = func
+
+    def task(self, name: str) -> Callable[[F], F]:
+        """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
+
+        The function is registered at decoration time and returned unchanged.
+        """
+
+        def decorate(func: F) -> F:
+            self.register(name, func)
+            return func
+
+        return decorate
+
+    def tasks(self) -> dict[str, Callable[..., Any]]:
+        """The registered tasks, by name."""
+        with self._lock:
+            return dict(self._tasks)
+
+    def _task_named(self, name: str) -> Callable[..., Any]:
+        func = self._tasks.get(name)
+        if func is None:
+            known = ", ".join(sorted(self._tasks)) or "none yet"
+            raise InvalidArgument(
+                f"func {name!r} is not a registered task (registered: {known}); register it "
+                f"with @s.task({name!r}) or s.register({name!r}, fn)"
+            )
+        return func
 
     def scheduled(self, when: Any, /, **options: Unpack[ScheduleOptions]) -> Callable[[F], F]:
         """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))``.
