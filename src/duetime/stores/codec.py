@@ -1,0 +1,430 @@
+"""What a durable store writes for a job: its arguments as JSON, its function as a name, and its
+trigger and retry policy as plain records; and the way back.
+
+A store holds data, never code. Arguments are JSON (never pickle), with aware and naive
+datetimes, dates, ``Decimal`` and ``UUID`` carried as tagged strings so they come back as they
+went in. A function is stored as its registered task name or, unregistered, as
+``"module:qualname"`` if it can be imported back; lambdas, closures, methods and other callables
+that cannot be named are refused, as is anything JSON cannot carry, before anything is stored.
+Every refusal is an ``InvalidArgument`` naming the parameter and the value.
+
+Triggers and retry policies become dicts of JSON values (``encode_trigger``/``decode_trigger``,
+``encode_retry``/``decode_retry``); times inside them are ISO strings with their offset, and
+zones are IANA names (or fixed offsets). Due times themselves are stored as UTC instants by the
+store (``duetime.stores.timebase``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+from zoneinfo import ZoneInfo
+
+from duetime._validate import NS_PER_SECOND
+from duetime.cron import Cron
+from duetime.errors import InvalidArgument
+from duetime.poisson import Poisson, Window
+from duetime.recurrence import After, At, FixedDelay, FixedRate, Recurrence
+from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
+
+__all__ = [
+    "decode_retry",
+    "decode_trigger",
+    "dumps_args",
+    "encode_retry",
+    "encode_trigger",
+    "loads_args",
+    "resolve_task",
+    "task_reference",
+]
+
+_TAGS = ("$datetime", "$date", "$decimal", "$uuid", "$dict")
+
+# -- arguments -----------------------------------------------------------------------------------
+
+
+def _encode(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidArgument(f"{where} cannot be stored: {value!r} is not finite in JSON")
+        return value
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, Decimal):
+        return {"$decimal": str(value)}
+    if isinstance(value, UUID):
+        return {"$uuid": str(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InvalidArgument(
+                    f"{where} cannot be stored: dict key {k!r} is not a str (JSON object keys are)"
+                )
+            out[k] = _encode(v, f"{where}[{k!r}]")
+        # A user's dict that looks like a tag is wrapped, so it comes back as a dict.
+        if len(out) == 1 and next(iter(out)) in _TAGS:
+            return {"$dict": out}
+        return out
+    raise InvalidArgument(
+        f"{where} cannot be stored: {value!r} ({type(value).__name__}) is not JSON; a durable "
+        f"job's arguments are JSON values, datetimes, dates, Decimals and UUIDs (pass an id "
+        f"and load the object in the job)"
+    )
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            ((tag, inner),) = value.items()
+            if tag == "$datetime":
+                return datetime.fromisoformat(inner)
+            if tag == "$date":
+                return date.fromisoformat(inner)
+            if tag == "$decimal":
+                return Decimal(inner)
+            if tag == "$uuid":
+                return UUID(inner)
+            if tag == "$dict":
+                return {k: _decode(v) for k, v in inner.items()}
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | None) -> str:
+    """A job's arguments as a JSON document.
+
+    Tuples inside the arguments come back as lists (JSON has one sequence type).
+
+    Raises:
+        InvalidArgument: An argument JSON cannot carry; the message names it (``args[1]``,
+            ``kwargs['when']``).
+    """
+    doc = {
+        "args": [_encode(v, f"args[{i}]") for i, v in enumerate(args)],
+        "kwargs": {k: _encode(v, f"kwargs[{k!r}]") for k, v in (kwargs or {}).items()},
+    }
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+
+
+def loads_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The inverse of ``dumps_args``: ``(args, kwargs)``."""
+    doc = json.loads(text)
+    return tuple(_decode(v) for v in doc["args"]), {k: _decode(v) for k, v in doc["kwargs"].items()}
+
+
+# -- functions -----------------------------------------------------------------------------------
+
+
+def task_reference(func: Callable[..., Any], tasks: Mapping[str, Callable[..., Any]]) -> str:
+    """How a store names ``func``: its registered task name, else ``"module:qualname"``.
+
+    Raises:
+        InvalidArgument: ``func`` is neither registered nor importable by name (a lambda, a
+            closure, a method, a partial, an object with ``__call__``).
+    """
+    for name, registered in tasks.items():
+        if registered is func:
+            return name
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if (
+        isinstance(module, str)
+        and isinstance(qualname, str)
+        and "<" not in qualname
+        and module != "__main__"
+        and _lookup(module, qualname) is func
+    ):
+        return f"{module}:{qualname}"
+    raise InvalidArgument(
+        f"func {func!r} cannot be stored: a durable job names its function, and this one is "
+        f"neither a registered task nor importable by module and name; register it with "
+        f"@s.task('name') or s.register('name', fn)"
+    )
+
+
+def _lookup(module: str, qualname: str) -> Any:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+def resolve_task(
+    reference: str,
+    tasks: Mapping[str, Callable[..., Any]],
+    import_prefixes: tuple[str, ...] = (),
+) -> Callable[..., Any] | None:
+    """The function a stored reference names in this process, or None if this process does
+    not run it.
+
+    A registered name resolves to its function. A ``"module:qualname"`` resolves only if this
+    process registered that very function, or its module is under one of ``import_prefixes``:
+    a row in a database is never reason enough to import and run code (anyone who can write
+    the database could otherwise run ``os:system``).
+    """
+    func = tasks.get(reference)
+    if func is not None:
+        return func
+    module, sep, qualname = reference.partition(":")
+    if not sep:
+        return None
+    for registered in tasks.values():
+        if (
+            getattr(registered, "__module__", None) == module
+            and getattr(registered, "__qualname__", None) == qualname
+        ):
+            return registered
+    if any(module == p or module.startswith(p + ".") for p in import_prefixes):
+        found = _lookup(module, qualname)
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    return None
+
+
+# -- triggers ------------------------------------------------------------------------------------
+
+
+def _zone_name(tz: str | tzinfo | None, where: str) -> Any:
+    if tz is None or isinstance(tz, str):
+        return tz
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    if isinstance(tz, timezone):
+        offset = tz.utcoffset(None)
+        return {"offset_seconds": int(offset.total_seconds())}
+    raise InvalidArgument(
+        f"{where} cannot be stored: the zone {tz!r} has no IANA name; use a zone name "
+        f"such as 'Europe/Berlin'"
+    )
+
+
+def _zone(value: Any) -> str | tzinfo | None:
+    if isinstance(value, dict):
+        return timezone(timedelta(seconds=value["offset_seconds"]))
+    return value  # type: ignore[no-any-return]
+
+
+def _when(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _at(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _seconds(value: float | int | timedelta) -> float | int:
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
+def encode_trigger(trigger: Recurrence) -> dict[str, Any]:
+    """A recurrence as a record of JSON values.
+
+    Raises:
+        InvalidArgument: A recurrence of a type duetime does not know how to store (a user's
+            own ``Recurrence`` class), or a zone without an IANA name.
+    """
+    cls = type(trigger)
+    if cls is At:
+        return {"type": "at", "when": trigger.when.isoformat()}  # type: ignore[attr-defined]
+    if cls is After:
+        return {"type": "after", "delay_ns": trigger._ns}  # type: ignore[attr-defined]
+    if cls is FixedRate or cls is FixedDelay:
+        rec: dict[str, Any] = {
+            "type": "fixed_rate" if cls is FixedRate else "fixed_delay",
+            "interval": [
+                [unit or "seconds", _seconds(v)]
+                for unit, v in trigger._spec  # type: ignore[attr-defined]
+            ],
+        }
+        if cls is FixedRate:
+            rec["start"] = _when(trigger.start)  # type: ignore[attr-defined]
+        else:
+            initial = trigger.initial_delay  # type: ignore[attr-defined]
+            rec["initial_delay"] = None if initial is None else _seconds(initial)
+        return rec
+    if cls is Cron:
+        cron: Cron = trigger  # type: ignore[assignment]
+        return {
+            "type": "cron",
+            "expr": cron.expr,
+            "tz": _zone_name(cron.tz, "when"),
+            "start": _when(cron.start),
+            "end": _when(cron.end),
+        }
+    if cls is Poisson:
+        p: Poisson = trigger  # type: ignore[assignment]
+        windows: list[Window] = (
+            list(p.window)
+            if isinstance(p.window, (list, tuple))
+            else []
+            if p.window is None
+            else [p.window]  # type: ignore[list-item]
+        )
+        return {
+            "type": "poisson",
+            "per_day": p.per_day,
+            "rate": p.rate,
+            "mean_interval": p.mean_interval,
+            "windows": [
+                {
+                    "start": w.start if isinstance(w.start, str) else w.start.isoformat(),
+                    "end": w.end if isinstance(w.end, str) else w.end.isoformat(),
+                    "days": list(w.days) if isinstance(w.days, (list, tuple)) else w.days,
+                    "tz": _zone_name(w.tz, "when"),
+                }
+                for w in windows
+            ],
+            "single_window": p.window is not None and not isinstance(p.window, (list, tuple)),
+        }
+    raise InvalidArgument(
+        f"when cannot be stored: {trigger!r} is a {cls.__name__}, and a durable store keeps "
+        f"At, After, FixedRate, FixedDelay, Cron and Poisson"
+    )
+
+
+def decode_trigger(record: Mapping[str, Any]) -> Recurrence:
+    """The inverse of ``encode_trigger``."""
+    kind = record["type"]
+    if kind == "at":
+        return At(datetime.fromisoformat(record["when"]))
+    if kind == "after":
+        ns = record["delay_ns"]
+        return After._checked(ns / NS_PER_SECOND, ns)
+    if kind in ("fixed_rate", "fixed_delay"):
+        units = dict(record["interval"])
+        if kind == "fixed_rate":
+            return FixedRate(**units, start=_at(record["start"]))
+        return FixedDelay(**units, initial_delay=record["initial_delay"])
+    if kind == "cron":
+        return Cron(
+            record["expr"],
+            tz=_zone(record["tz"]),
+            start=_at(record["start"]),
+            end=_at(record["end"]),
+        )
+    if kind == "poisson":
+        windows = [
+            Window(
+                _time_of_day(w["start"]),
+                _time_of_day(w["end"]),
+                days=w["days"],
+                tz=_zone(w["tz"]),
+            )
+            for w in record["windows"]
+        ]
+        window: Window | list[Window] | None = windows or None
+        if record["single_window"] and windows:
+            window = windows[0]
+        return Poisson(
+            per_day=record["per_day"],
+            rate=record["rate"],
+            mean_interval=record["mean_interval"],
+            window=window,
+        )
+    raise InvalidArgument(f"record is not a stored trigger: {dict(record)!r}")
+
+
+def _time_of_day(text: str) -> str | time:
+    # "HH:MM" as the user wrote it (Window's own form), or a datetime.time's isoformat.
+    return text if text.count(":") == 1 else time.fromisoformat(text)
+
+
+# -- retry policies ------------------------------------------------------------------------------
+
+
+def _exceptions(classes: Any) -> list[str]:
+    classes = classes if isinstance(classes, tuple) else (classes,)
+    out = []
+    for cls in classes:
+        name = f"{cls.__module__}:{cls.__qualname__}"
+        if _lookup(cls.__module__, cls.__qualname__) is not cls:
+            raise InvalidArgument(
+                f"retry cannot be stored: retry_on names {cls!r}, which cannot be imported by "
+                f"module and name"
+            )
+        out.append(name)
+    return out
+
+
+def _exception_classes(names: list[str]) -> tuple[type[BaseException], ...]:
+    found = []
+    for name in names:
+        module, _, qualname = name.partition(":")
+        cls = _lookup(module, qualname)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise InvalidArgument(f"record names {name!r}, which is not an exception class here")
+        found.append(cls)
+    return tuple(found)
+
+
+def encode_retry(policy: RetryPolicy | None) -> dict[str, Any] | None:
+    """A retry policy as a record of JSON values (None: the scheduler's default).
+
+    Raises:
+        InvalidArgument: A policy of a type duetime does not know how to store.
+    """
+    if policy is None:
+        return None
+    if type(policy) is NoRetry:
+        return {"type": "none"}
+    if type(policy) is FixedBackoff:
+        return {
+            "type": "fixed",
+            "delays": [_seconds(d) for d in policy.delays],
+            "retry_on": _exceptions(policy.retry_on),
+        }
+    if type(policy) is ExponentialBackoff:
+        return {
+            "type": "exponential",
+            "base": policy.base,
+            "factor": policy.factor,
+            "cap": policy.cap,
+            "max_attempts": policy.max_attempts,
+            "jitter": policy.jitter,
+            "retry_on": _exceptions(policy.retry_on),
+        }
+    raise InvalidArgument(
+        f"retry cannot be stored: {policy!r} is a {type(policy).__name__}, and a durable store "
+        f"keeps NoRetry, FixedBackoff and ExponentialBackoff"
+    )
+
+
+def decode_retry(record: Mapping[str, Any] | None) -> RetryPolicy | None:
+    """The inverse of ``encode_retry``."""
+    if record is None:
+        return None
+    kind = record["type"]
+    if kind == "none":
+        return NoRetry()
+    if kind == "fixed":
+        return FixedBackoff(record["delays"], retry_on=_exception_classes(record["retry_on"]))
+    if kind == "exponential":
+        return ExponentialBackoff(
+            base=record["base"],
+            factor=record["factor"],
+            cap=record["cap"],
+            max_attempts=record["max_attempts"],
+            jitter=record["jitter"],
+            retry_on=_exception_classes(record["retry_on"]),
+        )
+    raise InvalidArgument(f"record is not a stored retry policy: {dict(record)!r}")

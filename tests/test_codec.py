@@ -1,0 +1,248 @@
+"""What durable stores write: arguments as JSON, functions by name, triggers and retry policies
+as records, each with its way back; and every refusal before anything is stored."""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from duetime import (
+    After,
+    At,
+    Cron,
+    ExponentialBackoff,
+    FakeClock,
+    FixedBackoff,
+    FixedDelay,
+    FixedRate,
+    InvalidArgument,
+    NoRetry,
+    Poisson,
+    Recurrence,
+    Window,
+)
+from duetime.cron import fire_times
+from duetime.recurrence import Env
+from duetime.stores.codec import (
+    decode_retry,
+    decode_trigger,
+    dumps_args,
+    encode_retry,
+    encode_trigger,
+    loads_args,
+    resolve_task,
+    task_reference,
+)
+from duetime.testing import FAKE_START
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def send_email(to: str) -> None:
+    """A module-level function: importable by name."""
+
+
+class Mailer:
+    def send(self) -> None: ...
+
+
+def test_arguments_round_trip_with_datetimes_decimals_and_uuids() -> None:
+    args = (
+        "a@x",
+        42,
+        1.5,
+        None,
+        True,
+        [1, [2, 3]],
+        datetime(2026, 3, 29, 9, 0, tzinfo=BERLIN),
+        datetime(2026, 3, 29, 9, 0),
+        date(2026, 3, 29),
+        Decimal("19.99"),
+        UUID("12345678-1234-5678-1234-567812345678"),
+    )
+    kwargs = {"meta": {"$date": "not a tag: a user's dict"}, "amounts": (Decimal("1.10"),)}
+    text = dumps_args(args, kwargs)
+    assert json.loads(text)  # plain JSON: no pickle anywhere
+    back_args, back_kwargs = loads_args(text)
+    assert back_args == args
+    assert back_args[6].utcoffset() == timedelta(hours=2)  # the offset survives
+    assert back_kwargs == {
+        "meta": {"$date": "not a tag: a user's dict"},
+        "amounts": [Decimal("1.10")],
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (
+            (object(),),
+            None,
+            r"args\[0\] cannot be stored: <object object at .*> \(object\) is not JSON",
+        ),
+        (([1, {2}],), None, r"args\[0\]\[1\] cannot be stored: \{2\} \(set\) is not JSON"),
+        ((), {"when": float("nan")}, r"kwargs\['when'\] cannot be stored: nan is not finite"),
+        (({1: "a"},), None, r"args\[0\] cannot be stored: dict key 1 is not a str"),
+        ((b"raw",), None, r"args\[0\] cannot be stored: b'raw' \(bytes\) is not JSON"),
+    ],
+)
+def test_arguments_json_cannot_carry_are_refused_naming_them(
+    args: tuple[Any, ...], kwargs: dict[str, Any] | None, message: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        dumps_args(args, kwargs)
+
+
+def test_functions_are_stored_by_task_name_or_module_and_qualname() -> None:
+    tasks = {"mail": send_email}
+    assert task_reference(send_email, tasks) == "mail"
+    assert task_reference(send_email, {}) == "tests.test_codec:send_email"
+    assert task_reference(json.dumps, {}) == "json:dumps"
+    for bad in (lambda: None, functools.partial(send_email, "x"), Mailer().send, Mailer()):
+        with pytest.raises(
+            InvalidArgument, match=r"cannot be stored: a durable job names its function"
+        ):
+            task_reference(bad, {})  # type: ignore[arg-type]
+
+    def local() -> None: ...
+
+    with pytest.raises(InvalidArgument, match=r"register it with @s\.task"):
+        task_reference(local, {})
+
+
+def test_a_stored_name_runs_only_what_this_process_allows() -> None:
+    tasks = {"mail": send_email}
+    assert resolve_task("mail", tasks) is send_email
+    # Registered under a name, found by its module:qualname too.
+    assert resolve_task("tests.test_codec:send_email", tasks) is send_email
+    # Not registered: a row alone never imports code...
+    assert resolve_task("os:system", tasks) is None
+    assert resolve_task("json:dumps", {}) is None
+    # ...unless the process allows imports under that module prefix.
+    assert resolve_task("json:dumps", {}, import_prefixes=("json",)) is json.dumps
+    assert resolve_task("os:system", {}, import_prefixes=("json",)) is None
+    assert resolve_task("unknown", tasks) is None
+
+
+TRIGGERS: list[Recurrence] = [
+    At(datetime(2026, 3, 29, 9, 0, tzinfo=BERLIN)),
+    After(30),
+    After(timedelta(milliseconds=1500)),
+    FixedRate(minutes=5),
+    FixedRate(300, start=datetime(2026, 1, 5, 8, tzinfo=timezone.utc)),
+    FixedRate(timedelta(hours=1)),
+    FixedDelay(seconds=0.25, initial_delay=3),
+    FixedDelay(hours=1),
+    Cron("0 9 * * mon-fri", tz="Europe/Berlin"),
+    Cron("*/15 * * * *", tz=BERLIN, start=datetime(2026, 1, 1, tzinfo=timezone.utc)),
+    Cron("0 0 1 * *", tz=timezone(timedelta(hours=5, minutes=30))),
+    Cron("30 2 * * *"),
+    Poisson(per_day=300, window=Window("09:00", "18:00", days="mon-fri", tz="Europe/Berlin")),
+    Poisson(rate=0.5),
+    Poisson(
+        mean_interval=60, window=[Window("22:00", "06:00"), Window(time(12), time(13), days=[5, 6])]
+    ),
+]
+
+
+def occurrences(trigger: Recurrence, n: int = 5) -> list[int | None]:
+    env = Env(FakeClock(start=FAKE_START), __import__("random").Random(7), BERLIN)
+    out: list[int | None] = []
+    due = trigger.first(env)
+    for _ in range(n):
+        out.append(due)
+        if due is None:
+            break
+        due = trigger.next(due, env)
+    return out
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS, ids=repr)
+def test_every_trigger_round_trips(trigger: Recurrence) -> None:
+    record = encode_trigger(trigger)
+    assert json.loads(json.dumps(record)) == record  # JSON values only
+    back = decode_trigger(record)
+    assert type(back) is type(trigger)
+    assert occurrences(back) == occurrences(trigger)
+    # (A Cron's zone comes back by name, not as the same object; an After given a timedelta
+    # comes back in seconds.)
+    if not isinstance(trigger, (Cron, After)):
+        assert back == trigger
+    if isinstance(trigger, After):
+        assert back._ns == trigger._ns  # type: ignore[attr-defined]
+
+
+def test_a_cron_zone_comes_back_as_the_same_zone() -> None:
+    back = decode_trigger(encode_trigger(Cron("0 9 * * *", tz=BERLIN)))
+    after = datetime(2026, 3, 27, tzinfo=timezone.utc)
+    assert fire_times(back, after, 3) == fire_times(Cron("0 9 * * *", tz=BERLIN), after, 3)  # type: ignore[arg-type]
+
+
+def test_triggers_and_policies_it_cannot_store_are_refused() -> None:
+    class Every:
+        timebase = 1
+        after_finish = False
+        recurring = True
+
+        def first(self, env: Env) -> int | None:
+            return 0
+
+        def next(self, due: int, env: Env) -> int | None:
+            return due + 1
+
+        def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:
+            return until + 1, 0
+
+    with pytest.raises(InvalidArgument, match=r"when cannot be stored: .* is a Every"):
+        encode_trigger(Every())
+
+    class Policy:
+        def delay(self, *args: object) -> float | None:
+            return None
+
+    with pytest.raises(InvalidArgument, match=r"retry cannot be stored: .* is a Policy"):
+        encode_retry(Policy())
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        None,
+        NoRetry(),
+        FixedBackoff([5, 30, timedelta(minutes=5)]),
+        FixedBackoff([1], retry_on=(ConnectionError, TimeoutError)),
+        ExponentialBackoff(base=0.5, factor=3, cap=60, max_attempts=4, jitter=None),
+        ExponentialBackoff(jitter="decorrelated", retry_on=ValueError),
+    ],
+    ids=repr,
+)
+def test_every_retry_policy_round_trips(policy: Any) -> None:
+    record = encode_retry(policy)
+    assert json.loads(json.dumps(record)) == record
+    back = decode_retry(record)
+    if policy is None:
+        assert back is None
+        return
+    assert type(back) is type(policy)
+    rng = __import__("random").Random(1)
+    rng2 = __import__("random").Random(1)
+    for attempt in (1, 2, 3, 5):
+        assert back.delay(attempt, ConnectionError(), rng, 1.0) == policy.delay(  # type: ignore[union-attr]
+            attempt, ConnectionError(), rng2, 1.0
+        )
+    assert back.delay(1, KeyError(), rng, None) == policy.delay(1, KeyError(), rng2, None)  # type: ignore[union-attr]
+
+
+def test_a_retry_on_class_that_cannot_be_named_is_refused() -> None:
+    class Local(Exception):
+        pass
+
+    with pytest.raises(InvalidArgument, match=r"retry_on names .* which cannot be imported"):
+        encode_retry(FixedBackoff([1], retry_on=Local))
