@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from duetime import AsyncScheduler, FakeClock, FixedRate, JobState, Scheduler, current_run
+from duetime import (
+    AsyncScheduler,
+    FakeClock,
+    FixedRate,
+    JobState,
+    Scheduler,
+    SchedulerShutdownError,
+    current_run,
+)
 from duetime.testing import FAKE_START
 
 
@@ -260,3 +268,42 @@ def test_await_start_runs_coroutine_jobs_on_the_loop() -> None:
 
     asyncio.run(main())
     assert seen == [5.0]
+
+
+def test_a_second_start_in_the_same_tick_is_refused() -> None:
+    async def main() -> None:
+        s = AsyncScheduler(clock=FakeClock())
+        first = s.start()
+        with pytest.raises(RuntimeError, match=r"already running; start\(\) was called twice"):
+            s.start()
+        await first
+        await s.aclose()
+        assert not s.running
+        with pytest.raises(SchedulerShutdownError, match="start"):
+            s.start()
+
+    asyncio.run(main())
+
+
+def test_async_callables_run_on_the_applications_loop() -> None:
+    import functools
+
+    app: list[asyncio.AbstractEventLoop] = []
+    loops: list[bool] = []
+
+    class Fetcher:
+        async def __call__(self, tag: str) -> None:
+            loops.append(asyncio.get_running_loop() is app[0])
+
+    async def fetch(tag: str) -> None:
+        loops.append(asyncio.get_running_loop() is app[0])
+
+    async def main() -> None:
+        app.append(asyncio.get_running_loop())
+        async with AsyncScheduler(clock=FakeClock()) as s:
+            s.schedule(Fetcher(), 0, args=("object",))
+            s.schedule(functools.partial(fetch, "partial"), 0)
+            await s.idle()
+
+    asyncio.run(main())
+    assert loops == [True, True]

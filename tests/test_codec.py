@@ -246,3 +246,13 @@ def test_a_retry_on_class_that_cannot_be_named_is_refused() -> None:
 
     with pytest.raises(InvalidArgument, match=r"retry_on names .* which cannot be imported"):
         encode_retry(FixedBackoff([1], retry_on=Local))
+
+
+def test_a_stored_retry_policy_never_imports_what_it_names() -> None:
+    import sys
+
+    assert "this" not in sys.modules  # (importing it prints the Zen of Python)
+    record = {"type": "fixed", "delays": [1], "retry_on": ["this:Exception"]}
+    with pytest.raises(InvalidArgument, match="a stored record never imports code"):
+        decode_retry(record)
+    assert "this" not in sys.modules

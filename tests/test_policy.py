@@ -142,24 +142,39 @@ def test_jitter_is_within_bounds_and_from_the_base(base: int, jitter: int, seed:
 
 
 def test_retry_delay_follows_the_policy_and_contains_a_broken_one() -> None:
+    from decimal import Decimal
+
     rng = random.Random(0)
-    assert retry_delay(FixedBackoff([5, 30]), 1, ValueError(), rng, None) == (5, None)
-    assert retry_delay(FixedBackoff([5, 30]), 3, ValueError(), rng, 30) == (None, None)
+    assert retry_delay(FixedBackoff([5, 30]), 1, ValueError(), rng, None) == (5, None, None)
+    assert retry_delay(FixedBackoff([5, 30]), 3, ValueError(), rng, 30) == (None, None, None)
     assert retry_delay(ExponentialBackoff(retry_on=(KeyError,)), 1, ValueError(), rng, None) == (
         None,
         None,
+        None,
     )
+
+    class Returns:
+        def __init__(self, value: object) -> None:
+            self.value = value
+
+        def delay(self, *args: object) -> Any:
+            return self.value
 
     class Raises:
         def delay(self, *args: object) -> float | None:
             raise RuntimeError("boom")
 
-    class Negative:
-        def delay(self, *args: object) -> float | None:
-            return -1.0
-
-    assert retry_delay(Raises(), 1, ValueError(), rng, None) == (None, "raised RuntimeError: boom")
-    assert retry_delay(Negative(), 1, ValueError(), rng, None) == (None, "returned -1.0")
+    delay, why, raised = retry_delay(Raises(), 1, ValueError(), rng, None)
+    assert (delay, why) == (None, "raised RuntimeError: boom") and isinstance(raised, RuntimeError)
+    for bad in (-1.0, float("nan"), float("inf"), "5"):
+        assert retry_delay(Returns(bad), 1, ValueError(), rng, None) == (
+            None,
+            f"returned {bad!r}",
+            None,
+        )
+    # Any finite real number of seconds >= 0 is a delay, as before the rules were pure functions.
+    for good in (0, 2.5, Decimal("1.5"), True):
+        assert retry_delay(Returns(good), 1, ValueError(), rng, None) == (good, None, None)
 
 
 @pytest.mark.parametrize(

@@ -1236,3 +1236,20 @@ def test_a_task_name_means_one_function(scheduler: Scheduler) -> None:
     ):
         scheduler.schedule("jb", 1)
     assert scheduler.tasks() == {"job": print} and len(scheduler) == 0
+
+
+def test_a_coroutine_job_that_is_cancelled_inside_fails_like_any_job(scheduler: Scheduler) -> None:
+    import asyncio
+
+    async def awaits_a_cancelled_task() -> None:
+        task = asyncio.get_running_loop().create_task(asyncio.sleep(10))
+        task.cancel()
+        await task
+
+    job = scheduler.schedule(awaits_a_cancelled_task, 1)
+    after = scheduler.schedule(print, 2, args=("still runs",))
+    assert scheduler.run_for(5) == 2  # neither run_for nor the next job is disturbed
+    assert job.state is JobState.FAILED and job.failures == 1
+    assert isinstance(job.last_error, RuntimeError) and "was cancelled" in str(job.last_error)
+    assert [f.job for f in scheduler.failed()] == [job]
+    assert after.state is JobState.COMPLETED

@@ -151,6 +151,7 @@ def test_dead_letters_are_kept_in_order_until_taken(store: Any) -> None:
     store.put_dead("a", "record a")
     store.put_dead("b", "record b")
     assert store.dead_letters() == ["record a", "record b"]
+    assert store.dead_letter("b") == "record b" and store.dead_letter("c") is None
     assert store.take_dead("a") == "record a" and store.take_dead("a") is None
     assert store.dead_letters() == ["record b"]
 
@@ -181,11 +182,12 @@ def test_a_scheduler_runs_on_a_given_store(store: Any) -> None:
 
 def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     first = Scheduler(clock=FakeClock(), store=store)
+    with pytest.raises(InvalidArgument, match="store must not be in use: a store belongs to one"):
+        Scheduler(store=store)  # even before the first has any job
     first.schedule(print, 5, id="x")
-    with pytest.raises(
-        InvalidArgument, match="store must be new: a store belongs to one Scheduler"
-    ):
+    with pytest.raises(InvalidArgument, match="store must not be in use"):
         Scheduler(store=store)
+    assert store.count() == 1
 
 
 def test_only_stores_are_stores() -> None:

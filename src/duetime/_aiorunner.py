@@ -24,6 +24,17 @@ from duetime.runner import HeadWatcher
 __all__ = ["AsyncRunner"]
 
 
+def _is_coroutine_function(func: Any) -> bool:
+    """Whether calling ``func`` makes a coroutine, as far as can be told without calling it:
+    an ``async def`` function, a method or ``functools.partial`` of one, or an object whose
+    ``__call__`` is one. (A plain function that happens to return a coroutine is run in the
+    executor, which runs the coroutine in a loop of its own: say ``async def`` to share the
+    application's loop.)"""
+    return inspect.iscoroutinefunction(func) or (
+        not inspect.isroutine(func) and inspect.iscoroutinefunction(type(func).__call__)
+    )
+
+
 class AsyncRunner(HeadWatcher):
     """Runs a Scheduler (its ``Engine``) on the current asyncio loop (``Scheduler.run_async``)."""
 
@@ -110,7 +121,7 @@ class AsyncRunner(HeadWatcher):
     def _dispatch(self, occ: Occ) -> None:
         job = occ[0]
         fut: asyncio.Future[Any]
-        if inspect.iscoroutinefunction(job.func):
+        if _is_coroutine_function(job.func):
             fut = self._loop.create_task(self._run_coroutine(occ))
         else:
             fut = self._run_in_executor(occ)

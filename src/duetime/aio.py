@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 
 from duetime._aiorunner import AsyncRunner
-from duetime.errors import SchedulerShutdownError
 from duetime.scheduler import Scheduler
 
 __all__ = ["AsyncRunner", "AsyncScheduler"]
@@ -58,13 +57,11 @@ class AsyncScheduler(Scheduler):
                 "AsyncScheduler(...) as s:' or 'await s.start()' inside a coroutine, or use "
                 "Scheduler for a thread runner"
             ) from None
-        if self._shutdown:
-            raise SchedulerShutdownError("start")
-        if self._runner is not None:
-            raise RuntimeError("the scheduler is already running; start() was called twice")
-        self._task = loop.create_task(self.run_async())
+        # Claimed here, under the lock, so that a second start() is refused at once.
+        runner = self._claim_runner("start", AsyncRunner)
+        self._task = loop.create_task(self._serve(runner))
         started: asyncio.Future[None] = loop.create_future()
-        # Callbacks run in order: the task's first step (which installs the runner) first.
+        # Callbacks run in order: the task's first step (the runner's start) comes first.
         loop.call_soon(started.set_result, None)
         return started
 

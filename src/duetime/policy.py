@@ -159,27 +159,27 @@ def retry_delay(
     error: BaseException,
     rng: random.Random,
     previous: float | None,
-) -> tuple[float | None, str | None]:
-    """The delay in seconds before the next attempt, and the reason there is none if the policy
-    misbehaved.
+) -> tuple[float | None, str | None, Exception | None]:
+    """The delay in seconds before the next attempt; if the policy misbehaved, why there is none.
 
     Returns:
-        ``(delay, None)`` to retry; ``(None, None)`` when the policy gives up; ``(None, why)``
-        when the policy raised or returned a delay that is not a finite number >= 0 (the
-        occurrence then gives up too: a broken policy must not retry forever or crash a runner).
+        ``(delay, None, None)`` to retry; ``(None, None, None)`` when the policy gives up;
+        ``(None, why, raised)`` when the policy raised (``raised`` is its exception) or returned
+        something that is not a finite number of seconds >= 0 (``raised`` None). The occurrence
+        then gives up too: a broken policy must not retry forever or crash a runner.
     """
     try:
         delay = policy.delay(attempt, error, rng, previous)
     except Exception as exc:
-        return None, f"raised {type(exc).__name__}: {exc}"
-    if delay is not None and (
-        isinstance(delay, bool)
-        or not isinstance(delay, (int, float))
-        or not math.isfinite(delay)
-        or delay < 0
-    ):
-        return None, f"returned {delay!r}"
-    return delay, None
+        return None, f"raised {type(exc).__name__}: {exc}", exc
+    if delay is not None:
+        try:
+            valid = math.isfinite(delay) and delay >= 0
+        except TypeError:  # not a number at all
+            valid = False
+        if not valid:
+            return None, f"returned {delay!r}", None
+    return delay, None, None
 
 
 def dead_letter(

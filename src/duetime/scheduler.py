@@ -1,4 +1,4 @@
-"""The Scheduler: the thread-safe facade over the queues, the clock and the job life cycle.
+"""The Scheduler: the thread-safe facade over the store, the clock and the job life cycle.
 
 A job's occurrences go through one life cycle, whoever drives time:
 
@@ -9,14 +9,18 @@ A job's occurrences go through one life cycle, whoever drives time:
 * ``_finish_locked`` records the outcome under the lock: retries, dead letters, fixed-delay
   successors, the job's resting state.
 
-``run_pending``, ``step``, ``run_until`` and ``trigger`` call these three in this thread; the
-thread runner (``duetime.runner``) and the asyncio runner (``duetime.aio``) call the same three,
-handing ``_call`` to an executor or a task. Each has one copy, with its common case kept short at
-its top; the stepping loop inlines only the queue pop (a queue operation, not a life-cycle step).
-Queue and index changes go through ``_queue_regular``, ``_queue_side``, ``_hold_side``,
-``_unqueue`` and ``_settle``, which apply them through the store (``duetime.stores``); the
-keyword-less ``schedule()``, the common ``cancel()`` and the stepping loop use ``MemoryStore``'s
-structures directly for speed (see docs/concepts.md).
+``run_pending``, ``step``, ``run_until`` and ``trigger`` call these in this thread; the thread
+runner (``duetime.runner``) hands ``_execute`` (``_call`` then ``_finish_locked``) to an executor,
+and the asyncio runner (``duetime._aiorunner``) does the same for plain functions and awaits
+coroutine functions in a task (its one difference: ``_call`` cannot await). Each step has one
+copy, its common case kept short at its top; the stepping loop inlines only the queue pop.
+
+Changes to jobs, queued occurrences, dead letters and waiting starts go through the store
+(``duetime.stores``), mostly by way of ``_queue_regular``, ``_queue_side``, ``_hold_side``,
+``_unqueue`` and ``_settle``. Five hot spots use ``MemoryStore``'s structures directly instead:
+the keyword-less ``schedule()`` (push), the common ``cancel()``, the stepping loop's pop,
+``_begin``'s common case (indexing an anonymous job it took) and ``_finish_locked``'s (dropping
+it). A durable store will need them to take the general path (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -162,14 +166,21 @@ def _await(coro: Any) -> Any:
     loop (``asyncio.run``); AsyncScheduler is the way to share one loop with the application.
     Called from code that already runs a loop in this thread (``run_until`` inside an async
     test), the coroutine runs on a helper thread with its own loop, in the same context.
+
+    A ``CancelledError`` out of the job's own coroutine (it awaited something cancelled) is that
+    job's failure, not an interruption of whoever runs it: it is raised as a ``RuntimeError``,
+    which the life cycle records like any exception of the job.
     """
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    ctx = contextvars.copy_context()
-    with ThreadPoolExecutor(1, thread_name_prefix="duetime-await") as pool:
-        return pool.submit(ctx.run, asyncio.run, coro).result()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        ctx = contextvars.copy_context()
+        with ThreadPoolExecutor(1, thread_name_prefix="duetime-await") as pool:
+            return pool.submit(ctx.run, asyncio.run, coro).result()
+    except asyncio.CancelledError as exc:
+        raise RuntimeError(f"the job's coroutine was cancelled ({exc!r})") from exc
 
 
 # Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
@@ -239,13 +250,12 @@ class _Side:
         self.reserved = reserved  # a rate-limiter token is already held for this start
         self.due: int | None = None  # monotonic due while queued (kept while paused)
         # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
-        # _BLOCKED (waits in Scheduler._blocked for a max_concurrent slot).
+        # _BLOCKED (waits in the store's blocked list for a max_concurrent slot).
         self.hold = _QUEUED
         self._qkey: int | None = None  # its live entry in the monotonic TimerQueue
 
 
 # An occurrence that has begun: (job, base, base_tb, attempt, started_mono_ns, prev_delay).
-_Occ = Occ
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,9 +334,10 @@ class Scheduler:
             raise TypeError(
                 f"store must be a MemoryStore (durable stores are not built yet), got {store!r}"
             )
-        elif store.count() or store.dead:
+        elif store.owner is not None:
             raise InvalidArgument(
-                f"store must be new: a store belongs to one Scheduler, got {store!r}"
+                f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
+                f"belongs to {store.owner!r}"
             )
         if rng is None:
             rng = random.Random()
@@ -361,6 +372,7 @@ class Scheduler:
         # Jobs, their queued occurrences, dead letters and starts waiting for a slot: every
         # change to them goes through the store (see duetime.stores).
         self._store = store
+        store.owner = self
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
         # Task names (register, @task) -> functions.
         self._tasks: dict[str, Callable[..., Any]] = {}
@@ -391,7 +403,6 @@ class Scheduler:
                     f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
                     f"got {ex!r}"
                 )
-        self._executor_spec = executor
         self._executors_spec = dict(executors or {})
         # What the runners may use (the package-internal interface; see duetime._engine).
         self._engine = Engine(
@@ -525,7 +536,7 @@ class Scheduler:
             else:
                 plain = True
                 # Such a job is found through its queue entry, so it needs no index entry
-                # (_anon_queued counts it).
+                # (the store's anonymous count counts it).
                 job = new_job(self, func, when)
                 job._base = job._due = first
                 # TimerQueue.push for a key not yet queued, at priority 0, inlined: the call
@@ -631,7 +642,7 @@ class Scheduler:
                 # An anonymous delay with default options but arguments, a name or a priority
                 # (schedule() queues the keyword-less ones itself), queued without _add's
                 # general placement. Such a job is found through its queue entry, so it needs
-                # no index entry (_anon_queued).
+                # no index entry (the store's anonymous count).
                 job._base = job._due = first
                 self._store.add(job, None)
                 self._store.push(MONOTONIC, job, first, priority)  # type: ignore[arg-type]
@@ -1261,7 +1272,7 @@ class Scheduler:
         tb, entry, _ = head
         return self._store.take(tb, entry), tb, entry >> DUE_SHIFT
 
-    def _begin(self, key: Any, tb: int, due: int, wall: int, mono: int) -> _Occ | None:
+    def _begin(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
         """Decide whether a popped entry runs now. Called with the lock held.
 
         ``wall`` and ``mono`` are the clock's current readings. Returns the occurrence to
@@ -1448,7 +1459,7 @@ class Scheduler:
                 JobSkipped(job.id, self._now_dt(), self._to_datetime(base, tb), reason)
             )
 
-    def _execute(self, occ: _Occ) -> None:
+    def _execute(self, occ: Occ) -> None:
         """Run one occurrence in the calling thread (no lock held) and record the outcome."""
         done = self._call(occ)
         if done is None:
@@ -1459,7 +1470,7 @@ class Scheduler:
         if events:
             self._emit(events)
 
-    def _emit_started(self, occ: _Occ) -> None:
+    def _emit_started(self, occ: Occ) -> None:
         if self._listeners:
             started = JobStarted(
                 occ[0].id,
@@ -1469,7 +1480,7 @@ class Scheduler:
             )
             self._emit([started])
 
-    def _finish_outcome(self, occ: _Occ, result: Any, error: Exception | None) -> None:
+    def _finish_outcome(self, occ: Occ, result: Any, error: Exception | None) -> None:
         """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
         with self._lock:
             self._finish_locked((occ, result, error))
@@ -1477,7 +1488,7 @@ class Scheduler:
         if events:
             self._emit(events)
 
-    def _abandon(self, occ: _Occ, failed: bool = False) -> None:
+    def _abandon(self, occ: Occ, failed: bool = False) -> None:
         """Forget an occurrence that will not produce an outcome: cancelled before it started,
         or interrupted by a BaseException (``failed``)."""
         job = occ[0]
@@ -1486,7 +1497,7 @@ class Scheduler:
             self._running_total -= 1
             self._after_run(job, failed)
 
-    def _call(self, occ: _Occ) -> tuple[_Occ, Any, Exception | None] | None:
+    def _call(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
 
         Returns None, without calling, if the job was cancelled after it was popped (e.g.
@@ -1516,7 +1527,7 @@ class Scheduler:
         _current.reset(token)
         return (occ, result, None)
 
-    def _finish_locked(self, done: tuple[_Occ, Any, Exception | None]) -> None:
+    def _finish_locked(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """Record the outcome of an occurrence. Called with the lock held."""
         occ, result, error = done
         job = occ[0]
@@ -1542,7 +1553,7 @@ class Scheduler:
             return
         self._finish_slow(occ, result, error)
 
-    def _finish_slow(self, occ: _Occ, result: Any, error: BaseException | None) -> None:
+    def _finish_slow(self, occ: Occ, result: Any, error: BaseException | None) -> None:
         job, base, base_tb, attempt, started, prev_delay = occ
         listening = bool(self._listeners)
         events = self._pending_events
@@ -1601,9 +1612,17 @@ class Scheduler:
         retry = job._opts.retry or self._retry
         delay: float | None = None
         if live:
-            delay, problem = policy.retry_delay(retry, attempt, error, self._rng, prev_delay)
+            delay, problem, raised = policy.retry_delay(
+                retry, attempt, error, self._rng, prev_delay
+            )
             if problem is not None:
-                logger.error("retry policy %r %s; giving up on job %r", retry, problem, job.id)
+                logger.error(
+                    "retry policy %r %s; giving up on job %r",
+                    retry,
+                    problem,
+                    job.id,
+                    exc_info=raised,
+                )
         mono = self._clock.monotonic_ns()
         retry_at = None
         if delay is not None:
@@ -1686,8 +1705,7 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
-            dead = {d.job.id: d for d in self._store.dead_letters()}
-            entry = dead.get(id)
+            entry = self._store.dead_letter(id)
             if entry is None:
                 raise JobLookupError(id)
             if self._store.get(id) is not None:
@@ -1884,7 +1902,7 @@ class Scheduler:
         # guards those against other threads moving it; a clock being stepped here has no
         # runner, and a test that advances it from another thread meanwhile races anyway.)
         fake = self._fake
-        done: tuple[_Occ, Any, Exception | None] | None = None
+        done: tuple[Occ, Any, Exception | None] | None = None
         tail: Sequence[Event] = ()
         try:
             while True:
@@ -2035,7 +2053,10 @@ class Scheduler:
         executor. The loop is woken by an insert from any thread, and by a ``FakeClock`` when
         fake time moves. See ``duetime.aio.AsyncScheduler`` for the context-manager form.
         """
-        runner = self._claim_runner("run_async", AsyncRunner)
+        await self._serve(self._claim_runner("run_async", AsyncRunner))
+
+    async def _serve(self, runner: AsyncRunner) -> None:
+        """Run a claimed asyncio runner until it stops, then release the claim."""
         try:
             await runner.run()
         finally:

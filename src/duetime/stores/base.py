@@ -1,9 +1,11 @@
 """``JobStore``: what the Scheduler asks of the store under it.
 
 The Scheduler decides *what* changes (the rules in ``duetime.policy``, the recurrences, the
-retries); the store records it and answers what is due. Every change to the set of live jobs,
-their queued occurrences, the dead letters and the starts waiting for a ``max_concurrent`` slot
-goes through these methods, which the Scheduler calls with its lock held.
+retries); the store records it and answers what is due. Changes to the set of live jobs, their
+queued occurrences, the dead letters and the starts waiting for a ``max_concurrent`` slot go
+through these methods, which the Scheduler calls with its lock held, except in five hot spots
+that use ``MemoryStore``'s own structures (see ``duetime.stores.memory``); a durable store will
+make the Scheduler take the general path there.
 
 Occurrences are identified by their *key*: a ``Job`` for its regular occurrence, or the
 Scheduler's side-occurrence object for a retry, a rate-limited deferral, a held-back run or a
@@ -13,7 +15,8 @@ elapsed time). ``head`` and ``take`` answer in packed entries (``duetime._timers
 is ``(due, priority, insertion)``.
 
 This is the protocol as the in-process Scheduler uses it today; ``MemoryStore`` implements it and
-tests/test_stores.py is its conformance suite, written so that every store runs it unchanged.
+tests/test_stores.py is its conformance suite, written against the protocol so that the next
+store runs it too.
 docs/decisions.md says what durable stores add (claims with leases, one transaction per change,
 the translation of monotonic times to UTC in ``duetime.stores.timebase``).
 """
@@ -116,6 +119,10 @@ class JobStore(Protocol):
 
     def take_dead(self, id: str) -> Any | None:
         """Remove and return job ``id``'s dead letter, or None."""
+        ...
+
+    def dead_letter(self, id: str) -> Any | None:
+        """Job ``id``'s dead letter, or None (it stays kept)."""
         ...
 
     def dead_letters(self) -> list[Any]:

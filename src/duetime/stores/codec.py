@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
@@ -159,9 +160,13 @@ def task_reference(func: Callable[..., Any], tasks: Mapping[str, Callable[..., A
     )
 
 
-def _lookup(module: str, qualname: str) -> Any:
+def _lookup(module: str, qualname: str, *, load: bool = True) -> Any:
+    """The object ``module:qualname`` names, or None. ``load=False`` looks only in modules this
+    process has imported already: what a stored record names is never imported on its word."""
     try:
-        obj: Any = importlib.import_module(module)
+        obj: Any = importlib.import_module(module) if load else sys.modules.get(module)
+        if obj is None:
+            return None
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError):
@@ -370,9 +375,12 @@ def _exception_classes(names: list[str]) -> tuple[type[BaseException], ...]:
     found = []
     for name in names:
         module, _, qualname = name.partition(":")
-        cls = _lookup(module, qualname)
+        cls = _lookup(module, qualname, load=False)
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-            raise InvalidArgument(f"record names {name!r}, which is not an exception class here")
+            raise InvalidArgument(
+                f"record names {name!r}, which is not an exception class of a module this "
+                f"process has imported (a stored record never imports code)"
+            )
         found.append(cls)
     return tuple(found)
 

@@ -6,10 +6,11 @@ the in-memory scheduler fast: two packed-int timer queues (``duetime._timers``) 
 sequence counter, a dict index, and a count instead of an index entry for anonymous jobs whose
 occurrence is queued (a pending one-shot costs no index entry; see ``loosen``).
 
-The Scheduler calls these methods with its lock held; the store has no lock of its own. Its fast
-paths (the keyword-less ``schedule()``, the common ``cancel()``, the stepping loop's pop) read and
-write ``queues``, ``index`` and ``anonymous`` directly: they are this store's, documented here,
-and used only when the store is a ``MemoryStore``.
+The Scheduler calls these methods with its lock held; the store has no lock of its own. Five
+hot spots of the Scheduler read and write ``queues``, ``index``, ``anonymous`` and ``blocked``
+directly (the keyword-less ``schedule()``, the common ``cancel()``, the stepping loop's pop, and
+the common cases of ``_begin`` and ``_finish_locked``): these attributes are this store's fast
+paths, documented here, and only a ``MemoryStore`` offers them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class MemoryStore:
     A store belongs to one Scheduler.
     """
 
-    __slots__ = ("anonymous", "blocked", "dead", "index", "queues")
+    __slots__ = ("anonymous", "blocked", "dead", "index", "owner", "queues")
 
     def __init__(self) -> None:
         # One counter for both queues keeps FIFO order across timebases among equal times.
@@ -50,6 +51,8 @@ class MemoryStore:
         self.dead: dict[str, Any] = {}
         #: Occurrences waiting for a max_concurrent slot, oldest first.
         self.blocked: list[Any] = []
+        #: The Scheduler that uses this store (a store belongs to one), or None yet.
+        self.owner: object | None = None
 
     def __repr__(self) -> str:
         return f"<MemoryStore jobs={self.count()}>"
@@ -174,6 +177,10 @@ class MemoryStore:
     def take_dead(self, id: str) -> Any | None:
         """Remove and return a dead letter, or None."""
         return self.dead.pop(id, None)
+
+    def dead_letter(self, id: str) -> Any | None:
+        """Job ``id``'s dead letter, or None (it stays kept)."""
+        return self.dead.get(id)
 
     def dead_letters(self) -> list[Any]:
         """The dead letters, oldest first."""
