@@ -83,6 +83,10 @@ SCHEDULER_CASES: list[Case] = [
     ("limiter type", lambda s: s.schedule(print, 1, limiter=10), TypeError, "limiter must be a TokenBucket"),  # type: ignore[arg-type]
     ("unknown executor", lambda s: s.schedule(print, 1, executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
     ("unknown keyword", lambda s: s.schedule(print, 1, args=(), priorty=1), TypeError, r"Scheduler.schedule\(\) got an unexpected keyword argument 'priorty'"),  # type: ignore[call-arg]
+    ("APScheduler trigger keyword", lambda s: s.schedule(print, FixedRate(60), minutes=5), TypeError, r"unexpected keyword argument 'minutes'; minutes belongs to the trigger, which is when: FixedRate\(minutes=\.\.\.\)"),  # type: ignore[call-arg]
+    ("APScheduler replace_existing", lambda s: s.schedule(print, 1, replace_existing=True), TypeError, "APScheduler's replace_existing is replace=True here"),  # type: ignore[call-arg]
+    ("APScheduler misfire_grace_time", lambda s: s.schedule(print, 1, misfire_grace_time=30), TypeError, "misfire_grace_time is grace=seconds here"),  # type: ignore[call-arg]
+    ("APScheduler trigger name", lambda s: s.schedule(print, "interval"), InvalidArgument, r"when 'interval' is APScheduler's name for a trigger; pass the trigger itself: FixedRate\(minutes=5\)"),
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable or a registered task name, got None"),  # type: ignore[arg-type]
     ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
     ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),

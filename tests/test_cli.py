@@ -123,8 +123,14 @@ def test_a_from_in_a_gap_or_fold_says_how_it_was_read(
 
 
 BAD_ARGUMENTS = [
-    (["cron", "0 9 * * *", "-n", "-1"], "-n must be at least 1, got -1"),
-    (["cron", "0 9 * * *", "-n", "0"], "-n must be at least 1, got 0"),
+    (["cron", "0 9 * * *", "-n", "-1"], "-n must be between 1 and 10000, got -1"),
+    (["cron", "0 9 * * *", "-n", "0"], "-n must be between 1 and 10000, got 0"),
+    (["cron", "0 9 * * *", "-n", "999999999"], "-n must be between 1 and 10000, got 999999999"),
+    (["cron", "L 9 * * *"], "'l' belongs in a day field"),
+    (
+        ["cron", "0 9 * * *", "--from", "0001-01-01T00:00+05:00"],
+        "--from must fall within the years",
+    ),
     (["cron", "0 9 * * *", "-n", "x"], "argument -n: invalid int value: 'x'"),
     (["cron", "61 * * * *"], "'61 * * * *'"),
     (["cron", "0 9 * *"], "expr must have 5 fields"),
@@ -161,7 +167,7 @@ def test_bad_arguments_exit_2_without_a_traceback_in_a_real_process() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "python -m duetime cron: error: -n must be at least 1, got -1 (see --help)"
+        "python -m duetime cron: error: -n must be between 1 and 10000, got -1 (see --help)"
     )
 
 
@@ -179,3 +185,11 @@ def test_help_is_plain_text_and_explains_the_timing_tags(
         main(["--help"])
     top = capsys.readouterr().out
     assert "``" not in top and "cron" in top and "demo" in top
+
+
+@pytest.mark.parametrize("start", ["9999-12-31T23:59", "0001-01-01", "0001-01-02T00:00+05:00"])
+def test_a_from_at_the_ends_of_the_calendar_is_no_crash(
+    capsys: pytest.CaptureFixture[str], start: str
+) -> None:
+    assert main(["cron", "0 9 * * *", "--tz", "Europe/Berlin", "--from", start, "-n", "2"]) == 0
+    assert capsys.readouterr().out.startswith("'0 9 * * *' in Europe/Berlin")

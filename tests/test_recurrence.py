@@ -280,3 +280,18 @@ def test_keyword_and_positional_intervals_schedule_alike() -> None:
     assert FixedDelay(minutes=5) != FixedRate(minutes=5)
     with pytest.raises(AttributeError, match="immutable"):
         FixedRate(5)._ns = 1
+
+
+@pytest.mark.parametrize(
+    "rate",
+    [FixedRate(300), FixedRate(minutes=5, start=FAKE_START), FixedDelay(hours=1, initial_delay=3)],
+    ids=repr,
+)
+def test_intervals_pickle_and_copy(rate: FixedRate | FixedDelay) -> None:
+    import copy
+    import pickle
+
+    for again in (pickle.loads(pickle.dumps(rate)), copy.copy(rate), copy.deepcopy(rate)):
+        assert again == rate and repr(again) == repr(rate) and type(again) is type(rate)
+        with pytest.raises(AttributeError, match="immutable"):
+            again._ns = 1

@@ -1253,3 +1253,17 @@ def test_a_coroutine_job_that_is_cancelled_inside_fails_like_any_job(scheduler: 
     assert isinstance(job.last_error, RuntimeError) and "was cancelled" in str(job.last_error)
     assert [f.job for f in scheduler.failed()] == [job]
     assert after.state is JobState.COMPLETED
+
+
+def test_an_async_generator_job_fails_instead_of_counting_a_success(scheduler: Scheduler) -> None:
+    ran: list[int] = []
+
+    async def agen() -> Any:
+        ran.append(1)
+        yield 1
+
+    job = scheduler.schedule(agen, 1)
+    scheduler.run_for(1)
+    assert ran == [] and job.state is JobState.FAILED
+    assert isinstance(job.last_error, TypeError) and "async generator" in str(job.last_error)
+    assert scheduler.stats().succeeded == 0

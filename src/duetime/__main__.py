@@ -61,6 +61,10 @@ How cron times meet daylight saving time (docs/time.md):
 """
 
 
+#: The most fire times one preview prints (a larger -n is a typo, and would take minutes).
+_MAX_COUNT = 10_000
+
+
 class _Usage(Exception):
     """A bad command-line argument: one line on stderr, exit status 2."""
 
@@ -86,6 +90,12 @@ def _read_from(start: str | None, tz: tzinfo) -> tuple[datetime, str | None]:
             f"2027-03-28T02:30, got {start!r}"
         ) from None
     if after.tzinfo is not None:
+        try:
+            after.astimezone(timezone.utc).astimezone(tz)
+        except (OverflowError, ValueError):
+            raise _Usage(
+                f"--from must fall within the years 1-9999 in UTC and in --tz, got {start!r}"
+            ) from None
         return after, None
     first, second = after.replace(tzinfo=tz, fold=0), after.replace(tzinfo=tz, fold=1)
     if first.utcoffset() == second.utcoffset():
@@ -142,8 +152,8 @@ def _transition_line(t: Transition, wildcard: bool) -> str:
 
 def cron(expr: str, tz_name: str, count: int, start: str | None) -> int:
     """Print the next fire times of a cron expression, saying what DST changes do to it."""
-    if count < 1:
-        raise _Usage(f"-n must be at least 1, got {count}")
+    if not 1 <= count <= _MAX_COUNT:
+        raise _Usage(f"-n must be between 1 and {_MAX_COUNT}, got {count}")
     try:
         tz = zone("--tz", tz_name)
         c = Cron(expr, tz=tz)
@@ -203,7 +213,9 @@ def _parser() -> _Parser:
     )
     p_cron.add_argument("expr", help='cron expression, e.g. "30 2 * * *"')
     p_cron.add_argument("--tz", default="UTC", help="IANA zone (default UTC)")
-    p_cron.add_argument("-n", type=int, default=10, help="how many fire times (default 10)")
+    p_cron.add_argument(
+        "-n", type=int, default=10, help=f"how many fire times, 1-{_MAX_COUNT} (default 10)"
+    )
     p_cron.add_argument(
         "--from",
         dest="start",

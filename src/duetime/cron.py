@@ -67,9 +67,15 @@ _PROBE_STEP = 6 * 3600
 _MAX_WINDOWS = 10_000
 
 
+#: Epoch seconds that every zone can still show as a datetime (years 1 and 9999, a day inside).
+_FIRST_S = -62_135_510_400
+_LAST_S = 253_402_128_000
+
+
 def _offset(tz: tzinfo, second: int) -> int:
-    """UTC offset in seconds at an epoch second."""
-    off = datetime.fromtimestamp(second, tz).utcoffset()
+    """UTC offset in seconds at an epoch second (clamped to years 1-9999, where datetime ends:
+    the offset there is the zone's first or last anyway)."""
+    off = datetime.fromtimestamp(min(max(second, _FIRST_S), _LAST_S), tz).utcoffset()
     assert off is not None
     return off.days * 86400 + off.seconds
 
@@ -220,7 +226,8 @@ class Cron:
         its: list[croniter] | None = getattr(local, "its", None)
         if its is None:
             its = local.its = [_iterator(part) for part in self._parts]
-        start = _EPOCH_NAIVE + timedelta(seconds=local_s)
+        # (Clamped to what a datetime can hold: there is no year 0 or 10000 to match in.)
+        start = _EPOCH_NAIVE + timedelta(seconds=min(max(local_s, _FIRST_S), _LAST_S))
         if len(its) == 1:  # almost every expression: one croniter, no union to take
             try:
                 nxt: datetime = its[0].get_next(datetime, start_time=start)
@@ -310,6 +317,28 @@ class Cron:
         return False, c_last
 
 
+#: APScheduler's "2nd mon" day spelling.
+_NTH = re.compile(r"^\s*([1-5])(?:st|nd|rd|th)\s+([a-z]{3})\s*$", re.I)
+
+
+def _apscheduler_day(day: str, has_day_of_week: bool) -> dict[str, str]:
+    """APScheduler's ``day="last"``, ``"last fri"`` and ``"2nd mon"`` in cron's spelling."""
+    words = day.lower().split()
+    if words == ["last"]:
+        return {"day": "L"}
+    # The rest name a weekday: they go to the day_of_week field, and day is left out.
+    if has_day_of_week:
+        raise InvalidArgument(
+            f"day={day!r} names a weekday, and day_of_week is given too; give one of them"
+        )
+    if len(words) == 2 and words[0] == "last" and words[1] in _WEEKDAYS:
+        return {"day_of_week": f"{words[1]}L"}
+    m = _NTH.match(day)
+    if m is not None and m[2].lower() in _WEEKDAYS:
+        return {"day_of_week": f"{m[2].lower()}#{m[1]}"}
+    raise InvalidArgument(f"day is not a day of the month cron can say, got {day!r}")
+
+
 #: APScheduler's CronTrigger fields, most significant first, with their defaults.
 _FIELD_ORDER = (("month", "1"), ("day", "1"), ("day_of_week", "*"), ("hour", "0"),
                 ("minute", "0"), ("second", "0"))  # fmt: skip
@@ -324,8 +353,18 @@ def _from_fields(given: dict[str, int | str]) -> str:
     for name, value in given.items():
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise TypeError(f"{name} must be an int or a cron field string, got {value!r}")
+    day = given.get("day")
+    if (isinstance(day, str) and day.strip().lower().startswith("last")) or _NTH.match(str(day)):
+        given = {k: v for k, v in given.items() if k != "day"}
+        given.update(_apscheduler_day(str(day), "day_of_week" in given))
+    for name, value in given.items():
+        if isinstance(value, str) and (not value or any(ch.isspace() for ch in value)):
+            raise InvalidArgument(
+                f"{name} must be one cron field (no spaces), got {value!r}; write the whole "
+                f"expression as a string if you need more"
+            )
     dow = given.get("day_of_week")
-    if dow is not None and any(ch.isdigit() for ch in str(dow)):
+    if dow is not None and any(ch.isdigit() for ch in re.sub(r"#\d", "", str(dow))):
         raise InvalidArgument(
             f"day_of_week numbers differ between APScheduler (0 = Monday) and cron (0 = Sunday); "
             f"use names such as 'mon-fri', got {dow!r}"
@@ -402,6 +441,18 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
     return plain, special
 
 
+def _plain_field(field: str, names: dict[str, int], expr: str) -> str:
+    """A field other than the two day fields, with equal ranges made single values; ``L``,
+    ``W`` and ``#`` are refused there (croniter would otherwise be left to guess)."""
+    plain, special = _items(field, names)
+    if special:
+        raise InvalidArgument(
+            f"expr is not a valid cron expression: {expr!r} ({special[0]!r} belongs in a day "
+            f"field: L, W and # mean days of the month or of the week)"
+        )
+    return ",".join(plain)
+
+
 def _day_groups(field: str, names: dict[str, int]) -> list[str]:
     """One croniter field per group of a day field's items that croniter can take together."""
     plain, special = _items(field, names)
@@ -422,8 +473,8 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
     fields = [f.lower().replace("?", "*") for f in fields]
     head = fields[:-3]
     dom, month, dow = fields[-3:]
-    time_fields = [",".join(_items(f, {})[0]) if "#" not in f else f for f in head]
-    month = ",".join(_items(month, _MONTHS)[0])
+    time_fields = [_plain_field(f, {}, expr) for f in head]
+    month = _plain_field(month, _MONTHS, expr)
     doms = _day_groups(dom, {})
     dows = _day_groups(dow, _WEEKDAYS)
     if dom.startswith("*") or dow.startswith("*"):
@@ -436,7 +487,11 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
         try:
             it = _iterator(part)
         except (ValueError, AttributeError, KeyError, TypeError, IndexError) as exc:
-            raise InvalidArgument(f"expr is not a valid cron expression: {expr!r} ({exc})") from exc
+            # (croniter quotes the sub-expression it was given; the user wrote expr.)
+            reason = str(exc).replace(f"[{part}]", "it").replace(part, "it")
+            raise InvalidArgument(
+                f"expr is not a valid cron expression: {expr!r} ({reason})"
+            ) from exc
         try:
             ok = it.get_next(datetime, start_time=_CYCLE_START) < _CYCLE_END
         except (ValueError, OverflowError):
@@ -559,8 +614,8 @@ def fire_times(cron: Cron, after: datetime, count: int, tz: tzinfo | None = None
     t = cron._not_before_start(datetime_to_ns(after) // NS_PER_SECOND)
     while len(out) < count:
         nxt = cron._bounded(cron.next_fire(t, zone_))
-        if nxt is None:
-            break
+        if nxt is None or nxt // NS_PER_SECOND > _LAST_S:
+            break  # (no fire, or none a datetime can show: past the year 9999)
         t = nxt // NS_PER_SECOND
         out.append(datetime.fromtimestamp(t, zone_))
     return out

@@ -255,6 +255,19 @@ class _Interval:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
+    # Immutable but picklable and copyable, as the frozen dataclasses they replaced were: the
+    # default protocol restores slots through __setattr__, which refuses.
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            name: getattr(self, name)
+            for cls in type(self).__mro__
+            for name in getattr(cls, "__slots__", ())
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            _setattr(self, name, value)
+
     @property
     def interval(self) -> timedelta:
         """The interval (to the microsecond)."""

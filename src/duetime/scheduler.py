@@ -41,7 +41,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from heapq import heappop
-from types import CoroutineType
+from types import AsyncGeneratorType, CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import policy
@@ -158,6 +158,11 @@ _INF = float("inf")
 _NO_WHEN: Any = object()
 
 
+#: What a job returns when its body has not run yet: a coroutine (run it to completion) or an
+#: async generator (which no one can run as a job: a failure, never a success).
+_ASYNC_RESULTS = (CoroutineType, AsyncGeneratorType)
+
+
 def _await(coro: Any) -> Any:
     """Run a coroutine that a job returned to completion, in an event loop of this thread.
 
@@ -167,10 +172,18 @@ def _await(coro: Any) -> Any:
     Called from code that already runs a loop in this thread (``run_until`` inside an async
     test), the coroutine runs on a helper thread with its own loop, in the same context.
 
+    An async generator (an ``async def`` with ``yield``) cannot be run as a job: that is the
+    job's failure, a ``TypeError``.
+
     A ``CancelledError`` out of the job's own coroutine (it awaited something cancelled) is that
     job's failure, not an interruption of whoever runs it: it is raised as a ``RuntimeError``,
     which the life cycle records like any exception of the job.
     """
+    if type(coro) is AsyncGeneratorType:
+        raise TypeError(
+            "the job is an async generator function (async def with yield), which cannot be "
+            "run as a job: its body never runs; make it a plain async def"
+        )
     try:
         try:
             asyncio.get_running_loop()
@@ -512,7 +525,8 @@ class Scheduler:
             for keyword in options:
                 if keyword not in _OPTION_NAMES:
                     raise TypeError(
-                        f"Scheduler.schedule() got an unexpected keyword argument {keyword!r}"
+                        f"Scheduler.schedule() got an unexpected keyword argument "
+                        f"{keyword!r}{_foreign_keyword(keyword)}"
                     )
             return self._schedule(func, when, **options)
         cls = type(when)
@@ -857,6 +871,11 @@ class Scheduler:
             # Checked and converted once, under the caller's parameter name.
             return After._checked(when, duration_ns(param, when))
         if isinstance(when, str):
+            if when in _APSCHEDULER_TRIGGERS:
+                raise InvalidArgument(
+                    f"{param} {when!r} is APScheduler's name for a trigger; pass the trigger "
+                    f"itself: {_APSCHEDULER_TRIGGERS[when]}"
+                )
             return Cron(when, tz=self._tz)
         raise TypeError(
             f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
@@ -1515,7 +1534,7 @@ class Scheduler:
         try:
             kwargs = job.kwargs
             result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
-            if type(result) is CoroutineType:
+            if type(result) in _ASYNC_RESULTS:
                 result = _await(result)
         except Exception as exc:
             _current.reset(token)
@@ -2094,6 +2113,44 @@ class Scheduler:
 
     def __iter__(self) -> Iterator[Job]:
         return iter(self.jobs())
+
+
+#: APScheduler 3's trigger names, given as ``when``, and what to pass instead.
+_APSCHEDULER_TRIGGERS = {
+    "interval": "FixedRate(minutes=5) (or FixedDelay(...))",
+    "cron": "Cron(hour=9) or a cron string such as '0 9 * * *'",
+    "date": "an aware datetime, or At(datetime)",
+}
+
+#: APScheduler 3's add_job() keywords and what they are in duetime.
+_APSCHEDULER_KEYWORDS = {
+    "replace_existing": "replace=True",
+    "misfire_grace_time": "grace=seconds",
+    "coalesce": "misfire=Misfire.RUN_ONCE (coalesce) or misfire=Misfire.RUN_ALL",
+    "max_instances": "overlap=Overlap.SKIP, QUEUE or ALLOW, or a named executor",
+    "next_run_time": "paused=True to add it paused, or an At(datetime) as when",
+    "jobstore": "Scheduler(store=...)",
+    "trigger": "the second positional argument, when",
+}
+#: APScheduler's trigger arguments, which duetime's triggers take instead.
+_TRIGGER_KEYWORDS = frozenset(
+    (
+        "weeks", "days", "hours", "minutes", "seconds", "start_date", "end_date", "run_date",
+        "timezone", "year", "month", "day", "week", "day_of_week", "hour", "minute", "second",
+    )
+)  # fmt: skip
+
+
+def _foreign_keyword(keyword: str) -> str:
+    """A hint for a keyword that APScheduler's add_job() takes, or ``""``."""
+    if keyword in _APSCHEDULER_KEYWORDS:
+        return f"; APScheduler's {keyword} is {_APSCHEDULER_KEYWORDS[keyword]} here"
+    if keyword in _TRIGGER_KEYWORDS:
+        return (
+            f"; {keyword} belongs to the trigger, which is when: "
+            f"FixedRate({keyword}=...), Cron({keyword}=...) or At(datetime) (docs/migrating.md)"
+        )
+    return ""
 
 
 #: APScheduler 3's Scheduler methods and what to write instead.
