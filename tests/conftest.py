@@ -12,6 +12,9 @@ import pytest
 
 from duetime import Event, Scheduler
 
+# For tests of duetime's own pytest plugin (tests/test_testing.py).
+pytest_plugins = ["pytester"]
+
 
 class Recorder:
     """Collects events from a scheduler; ``of(T)`` filters by type."""

@@ -49,3 +49,18 @@ class TestZoneByFixture:
 
     def test_overriding_duetime_tz(self, scheduler: Scheduler) -> None:
         assert str(scheduler.tz) == "Asia/Tokyo"
+
+
+def test_the_zone_marker_needs_one_zone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.duetime_tz()
+        def test_it(scheduler):
+            pass
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*duetime_tz takes one zone*"])

@@ -129,7 +129,8 @@ def _transition_line(t: Transition, wildcard: bool) -> str:
     lo, hi = t.local_range
     shift = f"{_hhmm(t.offset_before)} -> {_hhmm(t.offset_after)}"
     if t.gap:
-        head = f"  -- {lo:%Y-%m-%d}: clocks jump from {lo:%H:%M} to {hi:%H:%M} ({shift})"
+        span = f"{hi:%H:%M}" if hi.date() == lo.date() else f"{hi:%Y-%m-%d %H:%M}"
+        head = f"  -- {lo:%Y-%m-%d}: clocks jump from {lo:%H:%M} to {span} ({shift})"
     else:
         head = f"  -- {lo:%Y-%m-%d}: clocks go back from {hi:%H:%M} to {lo:%H:%M} ({shift})"
     if not t.affected:
@@ -176,7 +177,7 @@ def cron(expr: str, tz_name: str, count: int, start: str | None) -> int:
         other = local.replace(fold=1 - local.fold).astimezone(timezone.utc)
         if other != fire.astimezone(timezone.utc):
             which = "first" if local.fold == 0 else "second"
-            marks.append(f"repeated hour, {which} pass")
+            marks.append(f"repeated time, {which} pass")
         previous_fire = fire
         utc = fire.astimezone(timezone.utc)
         mark = f"  <- {'; '.join(marks)}" if marks else ""

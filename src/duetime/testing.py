@@ -59,6 +59,11 @@ def scheduler(fake_clock: FakeClock, request: pytest.FixtureRequest) -> Iterator
         def test_office_hours(scheduler): ...
     """
     marker = request.node.get_closest_marker("duetime_tz")
+    if marker is not None and len(marker.args) != 1:
+        raise pytest.UsageError(
+            f"@pytest.mark.duetime_tz takes one zone, e.g. duetime_tz('Europe/Berlin'), got "
+            f"{marker.args!r}"
+        )
     tz = marker.args[0] if marker is not None else request.getfixturevalue("duetime_tz")
     s = Scheduler(clock=fake_clock, tz=tz, rng=random.Random(0))
     try:
