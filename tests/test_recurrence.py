@@ -14,6 +14,7 @@ import pytest
 from scipy import stats as sps
 
 from duetime import (
+    After,
     FakeClock,
     FixedDelay,
     FixedRate,
@@ -253,18 +254,20 @@ def test_jitter_delays_each_occurrence_without_accumulating() -> None:
         (FixedRate(seconds=0.1), 0.1, "FixedRate(seconds=0.1)"),
         (FixedDelay(minutes=2, initial_delay=3), 120, "FixedDelay(minutes=2, initial_delay=3)"),
         (FixedDelay(weeks=1), 604800, "FixedDelay(weeks=1)"),
+        (After(minutes=5), 300, "After(minutes=5)"),
+        (After(30), 30, "After(30)"),
+        (After(0), 0, "After(0)"),
     ],
 )
 def test_intervals_take_timedeltas_keywords_and_read_back(
-    rate: FixedRate | FixedDelay, seconds: float, text: str
+    rate: FixedRate | FixedDelay | After, seconds: float, text: str
 ) -> None:
     import datetime as datetime_module  # for eval() of the repr
 
     assert rate.seconds == seconds
     assert repr(rate) == text
-    again = eval(
-        text, {"FixedRate": FixedRate, "FixedDelay": FixedDelay, "datetime": datetime_module}
-    )
+    names = {"FixedRate": FixedRate, "FixedDelay": FixedDelay, "After": After}
+    again = eval(text, {**names, "datetime": datetime_module})
     assert again == rate and hash(again) == hash(rate)
 
 
@@ -284,10 +287,15 @@ def test_keyword_and_positional_intervals_schedule_alike() -> None:
 
 @pytest.mark.parametrize(
     "rate",
-    [FixedRate(300), FixedRate(minutes=5, start=FAKE_START), FixedDelay(hours=1, initial_delay=3)],
+    [
+        FixedRate(300),
+        FixedRate(minutes=5, start=FAKE_START),
+        FixedDelay(hours=1, initial_delay=3),
+        After(minutes=5),
+    ],
     ids=repr,
 )
-def test_intervals_pickle_and_copy(rate: FixedRate | FixedDelay) -> None:
+def test_intervals_pickle_and_copy(rate: FixedRate | FixedDelay | After) -> None:
     import copy
     import pickle
 

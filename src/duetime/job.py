@@ -202,7 +202,8 @@ class Job:
         """
         trigger = self._trigger
         if type(trigger) is float or type(trigger) is int:
-            trigger = self._trigger = After(trigger)  # (valid: schedule() checked it)
+            # (Valid: schedule() checked it; so build it without checking it again.)
+            trigger = self._trigger = After._checked(trigger, round(trigger * 1_000_000_000))
         elif type(trigger) is datetime:
             trigger = self._trigger = At(trigger)
         return trigger  # type: ignore[return-value]

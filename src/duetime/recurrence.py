@@ -153,47 +153,6 @@ class At:
         return None, 0
 
 
-@dataclass(frozen=True, slots=True)
-class After:
-    """Once, a delay after scheduling, measured in monotonic (elapsed) time.
-
-    Args:
-        delay: Seconds (int or float, >= 0) or a timedelta.
-    """
-
-    delay: float | int | timedelta
-    _ns: int = field(init=False, repr=False, compare=False)
-
-    timebase: ClassVar[int] = MONOTONIC
-    after_finish: ClassVar[bool] = False
-    recurring: ClassVar[bool] = False
-
-    def __post_init__(self) -> None:
-        _setattr(self, "_ns", duration_ns("delay", self.delay))
-
-    @classmethod
-    def _checked(cls, delay: float | int | timedelta, ns: int) -> After:
-        """Build from a delay the caller has already converted to ``ns`` (the Scheduler, which
-        names the parameter in its own errors), skipping the second check in
-        ``__post_init__``."""
-        obj = object.__new__(cls)
-        _setattr(obj, "delay", delay)
-        _setattr(obj, "_ns", ns)
-        return obj
-
-    def first(self, env: Env) -> int | None:
-        """Now (monotonic) plus the delay."""
-        return env.clock.monotonic_ns() + self._ns
-
-    def next(self, due: int, env: Env) -> int | None:
-        """None: a one-shot has no next occurrence."""
-        return None
-
-    def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:
-        """Nothing to skip: a one-shot always runs, however late."""
-        return None, 0
-
-
 #: timedelta's keywords, largest first, in nanoseconds: the spellings of an interval.
 _UNITS = (
     ("weeks", 604_800 * NS_PER_SECOND),
@@ -217,6 +176,10 @@ class _Interval:
     _ns: int
     _spec: tuple[tuple[str, Any], ...]
 
+    #: The positional form's name in messages, and whether zero is an interval.
+    _positional: ClassVar[str] = "seconds"
+    _allow_zero: ClassVar[bool] = False
+
     def _set_interval(self, interval: Any, units: dict[str, Any]) -> None:
         given = {k: v for k, v in units.items() if v is not None}
         if interval is not None:
@@ -225,8 +188,8 @@ class _Interval:
                     f"{type(self).__name__}() takes an interval either positionally or as "
                     f"keywords ({', '.join(given)}), not both: got {interval!r}"
                 )
-            # The positional form is named 'seconds' in messages: it is a number of seconds.
-            ns = duration_ns("seconds", interval, allow_zero=False)
+            # The positional form is named 'seconds' (or 'delay') in messages.
+            ns = duration_ns(self._positional, interval, allow_zero=self._allow_zero)
             spec: tuple[tuple[str, Any], ...] = (("", interval),)
         elif not given:
             raise TypeError(
@@ -243,7 +206,7 @@ class _Interval:
                     ):
                         raise TypeError(f"{unit} must be a number, got {value!r}")
                     ns += duration_ns(unit, value) * unit_ns // NS_PER_SECOND
-            if ns == 0:
+            if ns == 0 and not self._allow_zero:
                 raise InvalidArgument(
                     f"the interval must be positive, got "
                     f"{', '.join(f'{k}={v!r}' for k, v in given.items())}"
@@ -280,6 +243,87 @@ class _Interval:
 
     def _interval_repr(self) -> list[str]:
         return [f"{k}={v!r}" if k else repr(v) for k, v in self._spec]
+
+
+class After(_Interval):
+    """Once, a delay after scheduling, measured in monotonic (elapsed) time.
+
+    Args:
+        delay: Seconds (int or float, >= 0) or a timedelta; or give it with timedelta's
+            keywords instead: ``After(minutes=5)``.
+        weeks, days, hours, minutes, seconds, milliseconds, microseconds: The delay as
+            timedelta's keywords (numbers, >= 0).
+    """
+
+    __slots__ = ("delay",)
+    #: The delay as given (or, given as keywords, as a timedelta).
+    delay: float | int | timedelta
+
+    timebase: ClassVar[int] = MONOTONIC
+    after_finish: ClassVar[bool] = False
+    recurring: ClassVar[bool] = False
+    _positional: ClassVar[str] = "delay"
+    _allow_zero: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        delay: float | int | timedelta | None = None,
+        /,
+        *,
+        weeks: float | None = None,
+        days: float | None = None,
+        hours: float | None = None,
+        minutes: float | None = None,
+        seconds: float | int | timedelta | None = None,
+        milliseconds: float | None = None,
+        microseconds: float | None = None,
+    ) -> None:
+        self._set_interval(
+            delay,
+            {
+                "weeks": weeks,
+                "days": days,
+                "hours": hours,
+                "minutes": minutes,
+                "seconds": seconds,
+                "milliseconds": milliseconds,
+                "microseconds": microseconds,
+            },
+        )
+        _setattr(self, "delay", self.interval if delay is None else delay)
+
+    @classmethod
+    def _checked(cls, delay: float | int | timedelta, ns: int) -> After:
+        """Build from a delay the caller has already converted to ``ns`` (the Scheduler, which
+        names the parameter in its own errors), skipping the second check."""
+        obj = object.__new__(cls)
+        _setattr(obj, "delay", delay)
+        _setattr(obj, "_ns", ns)
+        _setattr(obj, "_spec", (("", delay),))
+        return obj
+
+    def __repr__(self) -> str:
+        return f"After({', '.join(self._interval_repr())})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not After:
+            return NotImplemented
+        return self._ns == other._ns
+
+    def __hash__(self) -> int:
+        return hash((After, self._ns))
+
+    def first(self, env: Env) -> int | None:
+        """Now (monotonic) plus the delay."""
+        return env.clock.monotonic_ns() + self._ns
+
+    def next(self, due: int, env: Env) -> int | None:
+        """None: a one-shot has no next occurrence."""
+        return None
+
+    def skip(self, due: int, until: int, env: Env) -> tuple[int | None, int]:
+        """Nothing to skip: a one-shot always runs, however late."""
+        return None, 0
 
 
 class FixedRate(_Interval):
