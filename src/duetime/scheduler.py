@@ -158,11 +158,6 @@ _INF = float("inf")
 _NO_WHEN: Any = object()
 
 
-#: What a job returns when its body has not run yet: a coroutine (run it to completion) or an
-#: async generator (which no one can run as a job: a failure, never a success).
-_ASYNC_RESULTS = (CoroutineType, AsyncGeneratorType)
-
-
 def _await(coro: Any) -> Any:
     """Run a coroutine that a job returned to completion, in an event loop of this thread.
 
@@ -1534,7 +1529,7 @@ class Scheduler:
         try:
             kwargs = job.kwargs
             result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
-            if type(result) in _ASYNC_RESULTS:
+            if type(result) is CoroutineType or type(result) is AsyncGeneratorType:
                 result = _await(result)
         except Exception as exc:
             _current.reset(token)
