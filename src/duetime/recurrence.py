@@ -180,8 +180,10 @@ class _Interval:
     _positional: ClassVar[str] = "seconds"
     _allow_zero: ClassVar[bool] = False
 
-    def _set_interval(self, interval: Any, units: dict[str, Any]) -> None:
-        given = {k: v for k, v in units.items() if v is not None}
+    def _set_interval(self, interval: Any, *units: Any) -> None:
+        """Set the interval from the positional value or from timedelta's keywords, given in
+        ``_UNITS`` order."""
+        given = {name: v for (name, _), v in zip(_UNITS, units, strict=True) if v is not None}
         if interval is not None:
             if given:
                 raise TypeError(
@@ -278,18 +280,7 @@ class After(_Interval):
         milliseconds: float | None = None,
         microseconds: float | None = None,
     ) -> None:
-        self._set_interval(
-            delay,
-            {
-                "weeks": weeks,
-                "days": days,
-                "hours": hours,
-                "minutes": minutes,
-                "seconds": seconds,
-                "milliseconds": milliseconds,
-                "microseconds": microseconds,
-            },
-        )
+        self._set_interval(delay, weeks, days, hours, minutes, seconds, milliseconds, microseconds)
         _setattr(self, "delay", self.interval if delay is None else delay)
 
     @classmethod
@@ -366,16 +357,7 @@ class FixedRate(_Interval):
         start: datetime | None = None,
     ) -> None:
         self._set_interval(
-            interval,
-            {
-                "weeks": weeks,
-                "days": days,
-                "hours": hours,
-                "minutes": minutes,
-                "seconds": seconds,
-                "milliseconds": milliseconds,
-                "microseconds": microseconds,
-            },
+            interval, weeks, days, hours, minutes, seconds, milliseconds, microseconds
         )
         start_ns = None
         if start is not None:
@@ -456,16 +438,7 @@ class FixedDelay(_Interval):
         initial_delay: float | int | timedelta | None = None,
     ) -> None:
         self._set_interval(
-            interval,
-            {
-                "weeks": weeks,
-                "days": days,
-                "hours": hours,
-                "minutes": minutes,
-                "seconds": seconds,
-                "milliseconds": milliseconds,
-                "microseconds": microseconds,
-            },
+            interval, weeks, days, hours, minutes, seconds, milliseconds, microseconds
         )
         initial = self._ns if initial_delay is None else duration_ns("initial_delay", initial_delay)
         _setattr(self, "initial_delay", initial_delay)
