@@ -22,10 +22,7 @@ from duetime.clock import Clock
 from duetime.events import Event
 from duetime.job import Occ
 
-__all__ = ["Done", "Engine"]
-
-#: A finished call: the occurrence, the function's result, and what it raised (or None).
-Done = tuple[Occ, Any, "Exception | None"]
+__all__ = ["Engine"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -47,9 +44,8 @@ class Engine:
             now (lock held).
         begin: ``(key, timebase, due, wall, mono) -> Occ | None``: decide whether a taken entry
             runs now (lock held).
-        call: ``(occ) -> Done | None``: run the job's function, catching what it raises (lock
-            not held); None if it was cancelled before it started.
-        execute: ``(occ) -> None``: ``call`` and record the outcome (lock not held).
+        execute: ``(occ) -> None``: run the job's function, catching what it raises, and
+            record the outcome (lock not held).
         finish: ``(occ, result, error) -> None``: record an outcome produced elsewhere, by a
             process pool or a coroutine (lock not held).
         abandon: ``(occ, failed=False) -> None``: forget an occurrence that produced no outcome
@@ -73,7 +69,6 @@ class Engine:
     wall_queued: Callable[[], bool]
     pop_due: Callable[[int, int], tuple[Any, int, int] | None]
     begin: Callable[[Any, int, int, int, int], Occ | None]
-    call: Callable[[Occ], Done | None]
     execute: Callable[[Occ], None]
     finish: Callable[[Occ, Any, Exception | None], None]
     abandon: Callable[..., None]

@@ -424,7 +424,6 @@ class Scheduler:
             wall_queued=store.wall_queued,
             pop_due=self._pop_due,
             begin=self._begin,
-            call=self._call,
             execute=self._execute,
             finish=self._finish_outcome,
             abandon=self._abandon,
