@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from duetime._validate import duration_ns
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import After, At, Recurrence
 from duetime.retry import RetryPolicy
@@ -202,8 +203,8 @@ class Job:
         """
         trigger = self._trigger
         if type(trigger) is float or type(trigger) is int:
-            # (Valid: schedule() checked it; so build it without checking it again.)
-            trigger = self._trigger = After._checked(trigger, round(trigger * 1_000_000_000))
+            # (schedule() checked it already; this only converts it.)
+            trigger = self._trigger = After._checked(trigger, duration_ns("delay", trigger))
         elif type(trigger) is datetime:
             trigger = self._trigger = At(trigger)
         return trigger  # type: ignore[return-value]

@@ -182,18 +182,14 @@ def retry_delay(
     return delay, None, None
 
 
-def dead_letter(
-    *, live: bool, recurring: bool, pending: bool, running: int
-) -> bool:  # fmt: skip
+def dead_letter(*, live: bool, recurring: bool, pending: bool, running: int) -> bool:
     """Whether an occurrence whose last attempt failed puts its job on the dead-letter list:
     only a live one-shot job with nothing else pending or running (a recurring job goes on with
     its next occurrence; a cancelled one is gone)."""
     return live and not recurring and not pending and not running
 
 
-def resting_state(
-    state: JobState, *, running: int, pending: bool, failed: bool
-) -> JobState | None:  # fmt: skip
+def resting_state(state: JobState, *, running: int, pending: bool, failed: bool) -> JobState | None:
     """The state of a job whose pending work changed; None: unchanged.
 
     A cancelled job stays cancelled; a job with a run going is RUNNING, one with anything queued
