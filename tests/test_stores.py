@@ -142,6 +142,7 @@ def test_waiting_starts_are_first_in_first_out(store: Any) -> None:
     for side in sides:
         store.block(side)
     store.unblock(sides[1])
+    assert store.blocked_count() == 2
     assert store.next_blocked() is sides[0]
     assert store.next_blocked() is sides[2]
     assert store.next_blocked() is None

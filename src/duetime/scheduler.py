@@ -1758,7 +1758,7 @@ class Scheduler:
                 held=sum(
                     side.hold == _HELD for job in self._store.jobs() for side in job._sides or ()
                 ),
-                blocked=len(self._store.blocked),
+                blocked=self._store.blocked_count(),
             )
 
     # -- driving time by hand -------------------------------------------------------------------

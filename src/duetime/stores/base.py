@@ -107,6 +107,10 @@ class JobStore(Protocol):
         """Forget a waiting start."""
         ...
 
+    def blocked_count(self) -> int:
+        """How many starts wait for a slot."""
+        ...
+
     def next_blocked(self) -> Any | None:
         """Take the oldest waiting start, or None."""
         ...

@@ -164,6 +164,10 @@ class MemoryStore:
         """Forget a waiting start (its job was cancelled, paused or rescheduled)."""
         self.blocked.remove(side)
 
+    def blocked_count(self) -> int:
+        """How many starts wait for a slot."""
+        return len(self.blocked)
+
     def next_blocked(self) -> Any | None:
         """The oldest waiting start, taken, or None."""
         return self.blocked.pop(0) if self.blocked else None
