@@ -44,7 +44,7 @@ from heapq import heappop
 from types import AsyncGeneratorType, CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from duetime import policy
+from duetime import _foreign, policy
 from duetime._aiorunner import AsyncRunner
 from duetime._engine import Engine
 from duetime._timers import (
@@ -517,7 +517,7 @@ class Scheduler:
                 if keyword not in _OPTION_NAMES:
                     raise TypeError(
                         f"Scheduler.schedule() got an unexpected keyword argument "
-                        f"{keyword!r}{_foreign_keyword(keyword)}"
+                        f"{keyword!r}{_foreign.keyword_hint(keyword)}"
                     )
             return self._schedule(func, when, **options)
         cls = type(when)
@@ -862,10 +862,11 @@ class Scheduler:
             # Checked and converted once, under the caller's parameter name.
             return After._checked(when, duration_ns(param, when))
         if isinstance(when, str):
-            if when in _APSCHEDULER_TRIGGERS:
+            hint = _foreign.trigger_hint(when)
+            if hint is not None:
                 raise InvalidArgument(
                     f"{param} {when!r} is APScheduler's name for a trigger; pass the trigger "
-                    f"itself: {_APSCHEDULER_TRIGGERS[when]}"
+                    f"itself: {hint}"
                 )
             return Cron(when, tz=self._tz)
         raise TypeError(
@@ -2107,84 +2108,5 @@ class Scheduler:
         return iter(self.jobs())
 
 
-#: APScheduler 3's trigger names, given as ``when``, and what to pass instead.
-_APSCHEDULER_TRIGGERS = {
-    "interval": "FixedRate(minutes=5) (or FixedDelay(...))",
-    "cron": "Cron(hour=9) or a cron string such as '0 9 * * *'",
-    "date": "an aware datetime, or At(datetime)",
-}
-
-#: APScheduler 3's add_job() keywords and what they are in duetime.
-_APSCHEDULER_KEYWORDS = {
-    "replace_existing": "replace=True",
-    "misfire_grace_time": "grace=seconds",
-    "coalesce": "misfire=Misfire.RUN_ONCE (coalesce) or misfire=Misfire.RUN_ALL",
-    "max_instances": "overlap=Overlap.SKIP, QUEUE or ALLOW, or a named executor",
-    "next_run_time": "paused=True to add it paused, or an At(datetime) as when",
-    "jobstore": "Scheduler(store=...)",
-    "trigger": "the second positional argument, when",
-}
-#: APScheduler's trigger arguments, which duetime's triggers take instead.
-_TRIGGER_KEYWORDS = frozenset(
-    (
-        "weeks", "days", "hours", "minutes", "seconds", "start_date", "end_date", "run_date",
-        "timezone", "year", "month", "day", "week", "day_of_week", "hour", "minute", "second",
-    )
-)  # fmt: skip
-
-
-def _foreign_keyword(keyword: str) -> str:
-    """A hint for a keyword that APScheduler's add_job() takes, or ``""``."""
-    if keyword in _APSCHEDULER_KEYWORDS:
-        return f"; APScheduler's {keyword} is {_APSCHEDULER_KEYWORDS[keyword]} here"
-    if keyword in _TRIGGER_KEYWORDS:
-        return (
-            f"; {keyword} belongs to the trigger, which is when: "
-            f"FixedRate({keyword}=...), Cron({keyword}=...) or At(datetime) (docs/migrating.md)"
-        )
-    return ""
-
-
-#: APScheduler 3's Scheduler methods and what to write instead.
-_APSCHEDULER_NAMES = {
-    "add_job": "s.schedule(func, when, args=..., id=...)",
-    "scheduled_job": "@s.scheduled(when)",
-    "get_jobs": "s.jobs()",
-    "get_job": "s.get(id)",
-    "remove_job": "s.cancel(id)",
-    "remove_all_jobs": "for job in s.jobs(): job.cancel()",
-    "pause_job": "s.pause(id)",
-    "resume_job": "s.resume(id)",
-    "reschedule_job": "s.reschedule(id, when)",
-    "modify_job": "s.schedule(func, when, id=id, replace=True)",
-    "add_listener": "s.subscribe(listener, *event_types)",
-    "remove_listener": "the function s.subscribe() returned",
-    "add_executor": "Scheduler(executors={name: executor})",
-    "add_jobstore": "nothing yet: jobs live in memory (durable stores are on the way)",
-    "print_jobs": "print(s.jobs())",
-}
-
-
-class _ForeignName:
-    """A class attribute for a method another library has and duetime spells differently:
-    reading it raises the ``AttributeError`` a missing attribute would, naming what to write.
-
-    A descriptor and not ``Scheduler.__getattr__``: a class with ``__getattr__`` loses CPython's
-    fast attribute lookup on every access (measured: schedule() +30 %, cancel() +25 %).
-    """
-
-    def __init__(self, name: str, hint: str) -> None:
-        self._name = name
-        self._hint = hint
-
-    def __get__(self, obj: object, owner: type | None = None) -> Any:
-        cls = owner.__name__ if owner is not None else "Scheduler"
-        raise AttributeError(
-            f"{cls} has no {self._name}() (APScheduler 3's name): use {self._hint} "
-            f"(docs/migrating.md maps APScheduler calls to duetime)"
-        )
-
-
 if not TYPE_CHECKING:  # (type checkers keep flagging them as unknown attributes)
-    for _name, _hint in _APSCHEDULER_NAMES.items():
-        setattr(Scheduler, _name, _ForeignName(_name, _hint))
+    _foreign.install_hints(Scheduler)
