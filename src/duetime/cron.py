@@ -399,6 +399,7 @@ _WEEKDAYS = {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri
 #: ``5L`` / ``friL`` (Quartz's and cronsim's spelling of "the last Friday"): croniter says ``L5``.
 _LAST_WEEKDAY = re.compile(r"^([0-7]|[a-z]{3})l$")
 _RANGE = re.compile(r"^(\w+)-(\w+)(?:/\d+)?$")
+_NAME = re.compile(r"[a-z]{3}")
 #: The calendar's weekday pattern repeats every 28 years (between 1901 and 2099): a part with no
 #: fire in the 28 years from here has none at all. 2001 starts a cycle clear of 2000 and 2100.
 _CYCLE_START = datetime(2001, 1, 1)
@@ -434,7 +435,9 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
             # The last weekday of the month: croniter clamps 31 to the month's last day and
             # takes the nearest weekday inside the month, which is exactly that.
             item = "31w"
-        if "l" in item.replace("jul", "") or "w" in item.replace("wed", "") or "#" in item:
+        # Special: an L, W or # once the field's own names ("jul", "wed") are left out.
+        bare = _NAME.sub(lambda m: "" if m[0] in names else m[0], item)
+        if "l" in bare or "w" in bare or "#" in bare:
             special.append(item)
         else:
             plain.append(item)
