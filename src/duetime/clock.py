@@ -31,7 +31,15 @@ from duetime._validate import (
 )
 from duetime.errors import InvalidArgument
 
-__all__ = ["Clock", "FakeClock", "SteppableClock", "SystemClock", "real_monotonic", "real_sleep"]
+__all__ = [
+    "Clock",
+    "FakeClock",
+    "SteppableClock",
+    "SystemClock",
+    "WallAxis",
+    "real_monotonic",
+    "real_sleep",
+]
 
 #: The operating system's monotonic clock (seconds) and sleep, for code that must take real time
 #: as a default, such as ``duetime.compat.sched``; they are ``time.monotonic`` and ``time.sleep``
@@ -304,3 +312,48 @@ class FakeClock:
                 condition.notify_all()
         for callback in callbacks:
             callback()
+
+
+class WallAxis:
+    """A view of a clock whose monotonic timebase is its wall clock (package-internal).
+
+    A Scheduler on a durable store reads time through this view, so that every due time it
+    computes (``After(30)``, a fixed-rate grid, a retry's backoff) is a UTC instant: monotonic
+    nanoseconds mean nothing after a restart or in another process, and two processes that
+    compute the same fixed-rate grid must compute the same instants, or their fire keys would
+    differ. The price is that elapsed-time delays follow wall-clock steps, as ``At`` does.
+
+    Moving (``advance_ns``) and sleeping are the wrapped clock's own.
+    """
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Clock) -> None:
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"WallAxis({self.inner!r})"
+
+    def time(self) -> float:
+        """The wrapped clock's wall-clock seconds."""
+        return self.inner.time()
+
+    def monotonic(self) -> float:
+        """The wrapped clock's wall-clock seconds (this view's monotonic axis)."""
+        return self.inner.time()
+
+    def time_ns(self) -> int:
+        """The wrapped clock's wall-clock nanoseconds."""
+        return self.inner.time_ns()
+
+    def monotonic_ns(self) -> int:
+        """The wrapped clock's wall-clock nanoseconds (this view's monotonic axis)."""
+        return self.inner.time_ns()
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Sleep as the wrapped clock sleeps."""
+        self.inner.wait(condition, timeout)
+
+    def advance_ns(self, ns: int) -> None:
+        """Move the wrapped clock (which must be steppable) forward by ``ns`` nanoseconds."""
+        self.inner.advance_ns(ns)  # type: ignore[attr-defined]

@@ -15,6 +15,8 @@ __all__ = [
     "InvalidArgument",
     "JobLookupError",
     "SchedulerShutdownError",
+    "StoreError",
+    "StoredError",
 ]
 
 
@@ -59,3 +61,37 @@ class SchedulerShutdownError(DuetimeError, RuntimeError):
 
     def __init__(self, action: str = "schedule") -> None:
         super().__init__(f"cannot {action}: the scheduler has been shut down")
+
+
+class StoreError(DuetimeError, RuntimeError):
+    """A store could not do what was asked: the file or server is unreachable, locked,
+    read-only, corrupt, or from a newer version of duetime. Nothing was half-written.
+
+    Args:
+        store: What the store is (its path or address), for the message.
+        problem: What went wrong.
+        advice: What to do about it.
+    """
+
+    def __init__(self, store: str, problem: str, advice: str = "") -> None:
+        self.store = store
+        self.problem = problem
+        self.advice = advice
+        super().__init__(f"store {store}: {problem}" + (f"; {advice}" if advice else ""))
+
+
+class StoredError(DuetimeError):
+    """An exception as a store recorded it: its type's name and its message.
+
+    A durable store keeps a failed attempt's error as text (an exception object does not
+    survive a restart); ``Job.last_error`` and dead letters loaded from a store hold one.
+
+    Args:
+        type_name: The original exception's qualified type name.
+        message: Its ``str()``.
+    """
+
+    def __init__(self, type_name: str, message: str) -> None:
+        self.type_name = type_name
+        self.message = message
+        super().__init__(f"{type_name}: {message}" if message else type_name)

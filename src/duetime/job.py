@@ -12,7 +12,7 @@ import contextvars
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from duetime._validate import duration_ns
@@ -21,6 +21,8 @@ from duetime.recurrence import After, At, Recurrence
 from duetime.retry import RetryPolicy
 
 __all__ = ["Job", "JobState", "Misfire", "Overlap", "Run", "current_run"]
+
+_QUEUED, _HELD, _BLOCKED = 0, 1, 2
 
 
 class JobState(enum.Enum):
@@ -271,8 +273,63 @@ class JobHost(Protocol):
 
 
 #: One occurrence as the life cycle passes it around: ``(job, due, timebase, attempt, started
-#: (monotonic ns), previous retry delay)``; also what ``current_run()`` holds.
-Occ = tuple[Job, int, int, int, int, "float | None"]
+#: (monotonic ns), previous retry delay, fire key or None)``; also what ``current_run()`` holds.
+#: The fire key is None for a regular occurrence in memory: ``Run.key`` derives it when asked.
+Occ = tuple[Job, int, int, int, int, "float | None", "str | None"]
+
+
+class Side:
+    """An occurrence attempt kept beside a job's regular schedule.
+
+    Retries, runs deferred by a rate limiter, runs held back by an overlap policy or by
+    ``max_concurrent``, and ``trigger()`` calls each get one. A side is always listed in its
+    job's ``_sides`` until it starts, so a job with one is never taken for finished; while queued
+    it is keyed in the monotonic queue by this object, so it can neither displace nor be
+    displaced by the job's next regular occurrence.
+    """
+
+    __slots__ = (
+        "_qkey",
+        "attempt",
+        "base",
+        "base_tb",
+        "claimed",
+        "due",
+        "hold",
+        "job",
+        "key",
+        "prev_delay",
+        "reserved",
+    )
+
+    def __init__(
+        self,
+        job: Job,
+        base: int,
+        base_tb: int,
+        attempt: int,
+        prev_delay: float | None = None,
+        reserved: bool = False,
+        key: str | None = None,
+    ) -> None:
+        self.job = job
+        self.base = base  # the occurrence's own due time, in base_tb
+        self.base_tb = base_tb
+        self.attempt = attempt
+        self.prev_delay = prev_delay
+        self.reserved = reserved  # a rate-limiter token is already held for this start
+        self.due: int | None = None  # monotonic due while queued (kept while paused)
+        # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
+        # _BLOCKED (waits in the store's blocked list for a max_concurrent slot).
+        self.hold = _QUEUED
+        self._qkey: int | None = None  # its live entry in the monotonic TimerQueue
+        # The fire key, when it is not the regular occurrence's (``job_id@due``): a
+        # ``trigger()`` run's own key, or the key a retry continues. None: derived from base.
+        self.key = key
+        # A durable store has already given this process the run (a lost run taken over).
+        self.claimed = False
+
+
 
 
 class _Extras:
@@ -298,13 +355,30 @@ class Run:
         attempt: 1 for the first try of the occurrence, 2 for its first retry, ...
     """
 
-    __slots__ = ("_due", "_tb", "attempt", "job")
+    __slots__ = ("_due", "_key", "_tb", "attempt", "job")
 
-    def __init__(self, job: Job, due: int, timebase: int, attempt: int) -> None:
+    def __init__(
+        self, job: Job, due: int, timebase: int, attempt: int, key: str | None = None
+    ) -> None:
         self.job = job
         self._due = due
         self._tb = timebase
         self.attempt = attempt
+        self._key = key
+
+    @property
+    def key(self) -> str:
+        """The occurrence's fire key: ``"<job id>@<due time in UTC, ISO 8601>"``, or for a
+        ``trigger()`` run ``"<job id>@trigger-<time of the call in UTC>"``.
+
+        Every attempt of one occurrence has the same key, and every process that computes the
+        same fire computes the same key: a job can use it to make its side effects idempotent
+        (a durable store records each key once).
+        """
+        if self._key is None:
+            due = self.job._sched._to_datetime(self._due, self._tb).astimezone(timezone.utc)
+            self._key = fire_key(self.job.id, due)
+        return self._key
 
     @property
     def scheduled_time(self) -> datetime:
@@ -334,7 +408,12 @@ def current_run() -> Run | None:
     cur = _current.get()
     if cur is None:
         return None
-    return Run(cur[0], cur[1], cur[2], cur[3])
+    return Run(cur[0], cur[1], cur[2], cur[3], cur[6])
+
+
+def fire_key(job_id: str, due: datetime) -> str:
+    """The fire key of job ``job_id``'s occurrence due at ``due`` (an aware UTC datetime)."""
+    return f"{job_id}@{due.isoformat()}"
 
 
 _new = object.__new__

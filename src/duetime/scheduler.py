@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from heapq import heappop
 from types import AsyncGeneratorType, CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -88,6 +88,9 @@ from duetime.events import (
     dispatch,
 )
 from duetime.job import (
+    _BLOCKED,
+    _HELD,
+    _QUEUED,
     DEFAULT_OPTIONS,
     Job,
     JobOptions,
@@ -99,6 +102,7 @@ from duetime.job import (
     _current,
     new_job,
 )
+from duetime.job import Side as _Side
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
@@ -216,51 +220,6 @@ def _timebase(trigger: Any) -> int:
 _RECURRENCE_TYPES: set[type] = set()
 
 
-_QUEUED, _HELD, _BLOCKED = 0, 1, 2
-
-
-class _Side:
-    """An occurrence attempt kept beside a job's regular schedule.
-
-    Retries, runs deferred by a rate limiter, runs held back by an overlap policy or by
-    ``max_concurrent``, and ``trigger()`` calls each get one. A side is always listed in its
-    job's ``_sides`` until it starts, so a job with one is never taken for finished; while queued
-    it is keyed in the monotonic queue by this object, so it can neither displace nor be
-    displaced by the job's next regular occurrence.
-    """
-
-    __slots__ = (
-        "_qkey",
-        "attempt",
-        "base",
-        "base_tb",
-        "due",
-        "hold",
-        "job",
-        "prev_delay",
-        "reserved",
-    )
-
-    def __init__(
-        self,
-        job: Job,
-        base: int,
-        base_tb: int,
-        attempt: int,
-        prev_delay: float | None = None,
-        reserved: bool = False,
-    ) -> None:
-        self.job = job
-        self.base = base  # the occurrence's own due time, in base_tb
-        self.base_tb = base_tb
-        self.attempt = attempt
-        self.prev_delay = prev_delay
-        self.reserved = reserved  # a rate-limiter token is already held for this start
-        self.due: int | None = None  # monotonic due while queued (kept while paused)
-        # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
-        # _BLOCKED (waits in the store's blocked list for a max_concurrent slot).
-        self.hold = _QUEUED
-        self._qkey: int | None = None  # its live entry in the monotonic TimerQueue
 
 
 @dataclass(frozen=True, slots=True)
@@ -1163,7 +1122,7 @@ class Scheduler:
             job = self._lookup(job_or_id)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            side = _Side(job, wall, WALL, 1)
+            side = _Side(job, wall, WALL, 1, key=self._trigger_key(job, wall))
             if self._runner is not None or job._state is JobState.PAUSED:
                 self._queue_side(side, mono)  # the runner (or resume) takes it from the queue
                 return
@@ -1175,6 +1134,10 @@ class Scheduler:
             self._emit(events)
         if occ is not None:
             self._execute(occ)
+
+    def _trigger_key(self, job: Job, wall: int) -> str:
+        """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
+        return f"{job.id}@trigger-{ns_to_datetime(wall, timezone.utc).isoformat()}"
 
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
@@ -1318,7 +1281,7 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
-                return (job, job._base, tb, 1, mono, None)  # type: ignore[return-value]
+                return (job, job._base, tb, 1, mono, None, None)  # type: ignore[return-value]
             opts = job._opts
             trig = job.trigger
             base = job._base
@@ -1347,6 +1310,7 @@ class Scheduler:
             limiter = opts.limiter
             reserved = False
             base_tb = trig.timebase
+            fire = None
         else:
             side: _Side = key
             job = side.job
@@ -1376,10 +1340,11 @@ class Scheduler:
             prev_delay = side.prev_delay
             limiter = job._opts.limiter
             reserved = side.reserved
+            fire = side.key
         if limiter is not None and not reserved:
             at = limiter.reserve(mono)
             if at > mono:
-                self._queue_side(_Side(job, base, base_tb, attempt, prev_delay, True), at)
+                self._queue_side(_Side(job, base, base_tb, attempt, prev_delay, True, fire), at)
                 self._stats.deferred += 1
                 if self._listeners:
                     self._pending_events.append(
@@ -1394,7 +1359,9 @@ class Scheduler:
                 return None
         if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
             # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
-            blocked = key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
+            blocked = (
+                key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
+            )
             blocked.reserved = True
             self._hold_side(blocked, _BLOCKED)
             self._settle(job)
@@ -1407,7 +1374,7 @@ class Scheduler:
         late = (mono if tb else wall) - due
         if late > 0:
             self._stats.record_late(late)
-        return (job, base, base_tb, attempt, mono, prev_delay)
+        return (job, base, base_tb, attempt, mono, prev_delay, fire)
 
     def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
         """Apply the misfire policy to a regular occurrence of a recurring job and queue the
@@ -1565,7 +1532,7 @@ class Scheduler:
         self._finish_slow(occ, result, error)
 
     def _finish_slow(self, occ: Occ, result: Any, error: BaseException | None) -> None:
-        job, base, base_tb, attempt, started, prev_delay = occ
+        job, base, base_tb, attempt, started, prev_delay, fire = occ
         listening = bool(self._listeners)
         events = self._pending_events
         failed_dead = False
@@ -1586,7 +1553,7 @@ class Scheduler:
             settled = True
         else:
             settled, failed_dead = self._failure(
-                job, base, base_tb, attempt, started, prev_delay, error, events, live
+                job, base, base_tb, attempt, started, prev_delay, error, events, live, fire
             )
         if live and settled and job.trigger.after_finish and job._due is None:
             nxt = job.trigger.next(base, self._env)
@@ -1614,6 +1581,7 @@ class Scheduler:
         error: BaseException,
         events: list[Event],
         live: bool,
+        fire: str | None = None,
     ) -> tuple[bool, bool]:
         """Handle a failed attempt. Returns ``(occurrence settled, one-shot job now dead)``."""
         trouble = job._extras()
@@ -1638,7 +1606,7 @@ class Scheduler:
         retry_at = None
         if delay is not None:
             retry_at = mono + round(delay * NS_PER_SECOND)
-            self._queue_side(_Side(job, base, base_tb, attempt + 1, delay), retry_at)
+            self._queue_side(_Side(job, base, base_tb, attempt + 1, delay, False, fire), retry_at)
             self._stats.retried += 1
             # One line per attempt that will be retried; the traceback belongs to the last one.
             logger.warning(
@@ -1847,7 +1815,7 @@ class Scheduler:
                 self._emit(events)
             if occ is not None:
                 self._execute(occ)
-                return Run(occ[0], occ[1], occ[2], occ[3])
+                return Run(occ[0], occ[1], occ[2], occ[3], occ[6])
 
     def run_until(self, when: datetime | float | int) -> int:
         """Run every occurrence due up to and including ``when``, in order.
