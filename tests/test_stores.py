@@ -1,6 +1,7 @@
 """The JobStore conformance suite: what every store must do, checked on each store.
 
-Only ``MemoryStore`` exists so far; a durable store joins by adding its factory to ``STORES``.
+Each store joins by adding its factory to ``STORES``: ``SQLiteStore`` runs it on a private
+in-memory database (its durable behaviour has its own suite, tests/test_sqlite.py).
 The suite speaks the protocol (duetime.stores.base) and uses jobs and keys as the Scheduler
 makes them.
 """
@@ -19,9 +20,14 @@ from duetime import FakeClock, InvalidArgument, JobState, Scheduler
 from duetime.job import Job, new_job
 from duetime.recurrence import MONOTONIC, WALL
 from duetime.stores import JobStore, MemoryStore
+from duetime.stores.sqlite import SQLiteStore
 from duetime.stores.timebase import from_utc, to_utc
 
-STORES: list[Callable[[], Any]] = [MemoryStore]
+def sqlite_store() -> SQLiteStore:
+    return SQLiteStore(":memory:")
+
+
+STORES: list[Callable[[], Any]] = [MemoryStore, sqlite_store]
 S = 1_000_000_000
 
 
@@ -174,8 +180,9 @@ def test_a_scheduler_runs_on_a_given_store(store: Any) -> None:
     clock = FakeClock()
     s = Scheduler(clock=clock, store=store)
     ran: list[str] = []
-    s.schedule(ran.append, 5, args=("a",), id="a")
-    s.schedule(ran.append, 3, args=("b",))
+    s.register("append", ran.append)  # (a durable store keeps a task's name, not a function)
+    s.schedule("append", 5, args=("a",), id="a")
+    s.schedule("append", 3, args=("b",))
     assert store.count() == 2 and store.get("a") is s.get("a")
     assert s.run_for(10) == 2 and ran == ["b", "a"]
     assert store.count() == 0
@@ -185,15 +192,22 @@ def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     first = Scheduler(clock=FakeClock(), store=store)
     with pytest.raises(InvalidArgument, match="store must not be in use: a store belongs to one"):
         Scheduler(store=store)  # even before the first has any job
-    first.schedule(print, 5, id="x")
+    first.register("print", print)
+    first.schedule("print", 5, id="x")
     with pytest.raises(InvalidArgument, match="store must not be in use"):
         Scheduler(store=store)
     assert store.count() == 1
 
 
 def test_only_stores_are_stores() -> None:
-    with pytest.raises(TypeError, match="store must be a MemoryStore"):
-        Scheduler(store="sqlite:///jobs.db")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="store must be a MemoryStore, a SQLiteStore or a store URL"):
+        Scheduler(store=42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="names PostgreSQL, which this version"):
+        Scheduler(store="postgresql://app@db/app")
+    with pytest.raises(InvalidArgument, match="store must look like 'sqlite:///jobs.db'"):
+        Scheduler(store="sqlite://jobs.db")
+    with pytest.raises(InvalidArgument, match="store must be a store object or a URL"):
+        Scheduler(store="jobs.db")
 
 
 # -- the translation of timing state at the store boundary ---------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
-from duetime.clock import FakeClock
+from duetime.clock import FakeClock, WallAxis
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, Occ, _current
 from duetime.runner import HeadWatcher
@@ -73,15 +73,19 @@ class AsyncRunner(HeadWatcher):
         """Pop, dispatch and sleep until stopped."""
         s = self._s
         clock = s.clock
-        # A FakeClock wakes the loop when it moves: no real-time timeout.
-        fake = isinstance(clock, FakeClock)
-        remove = clock.on_move(self._wake) if isinstance(clock, FakeClock) else None
+        # A FakeClock wakes the loop when it moves: no real-time timeout. (A durable store's
+        # scheduler reads it through a WallAxis view.)
+        base = clock.inner if isinstance(clock, WallAxis) else clock
+        fake = isinstance(base, FakeClock)
+        remove = base.on_move(self._wake) if isinstance(base, FakeClock) else None
         s.emit([SchedulerStarted(s.now())])
         try:
             while not self._stop:
                 with s.lock:
                     wall = clock.time_ns()
                     mono = clock.monotonic_ns()
+                    if s.poll:
+                        self._poll(mono)
                     item = s.pop_due(wall, mono)
                     occ = None
                     timeout: float | None = None

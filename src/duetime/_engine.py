@@ -57,6 +57,10 @@ class Engine:
         idle: ``() -> bool``: nothing due now and nothing running (lock held).
         now: ``() -> datetime``: the clock's wall time in the scheduler's zone.
         running: ``() -> int``: occurrences running now (lock held).
+        poll: With a durable store, how often (nanoseconds) the runner must call ``sync``;
+            0 without one.
+        sync: ``() -> None``: read other processes' changes, renew leases, take over lost
+            runs (lock held; never raises a store's failure).
     """
 
     lock: threading.RLock
@@ -78,3 +82,5 @@ class Engine:
     idle: Callable[[], bool]
     now: Callable[[], datetime]
     running: Callable[[], int]
+    poll: int
+    sync: Callable[[], None]

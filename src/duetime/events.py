@@ -20,6 +20,7 @@ __all__ = [
     "JobDeferred",
     "JobEvent",
     "JobFailed",
+    "JobLost",
     "JobMissed",
     "JobPaused",
     "JobRescheduled",
@@ -239,6 +240,24 @@ class JobDeferred(JobEvent):
 
     scheduled_time: datetime
     until: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class JobLost(JobEvent):
+    """A run's worker stopped renewing its lease (it died, stalled or lost the store), and this
+    process takes the run over: it runs again with its attempt raised (durable stores).
+
+    Attributes:
+        scheduled_time: When the lost occurrence was due.
+        attempt: The attempt this process is about to make (the lost one's plus one).
+        key: The occurrence's fire key.
+        worker: The worker that lost it.
+    """
+
+    scheduled_time: datetime
+    attempt: int
+    key: str
+    worker: str | None
 
 
 Listener = Callable[[Event], object]

@@ -74,6 +74,7 @@ class HeadWatcher:
         # so inserts made then need no notify).
         self._wake_at: int | None = None
         self._sleeping = False
+        self._next_poll = 0  # monotonic ns of the next durable-store sync
 
     def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before an entry is pushed: wake the runner only if the entry
@@ -106,7 +107,16 @@ class HeadWatcher:
         timeout = None if head is None else head[2] - mono
         if s.wall_queued() and (timeout is None or timeout > s.wall_check):
             timeout = s.wall_check
+        if s.poll and (timeout is None or timeout > s.poll):
+            # A durable store: other processes' changes are seen by polling (bounded).
+            timeout = s.poll
         return timeout
+
+    def _poll(self, mono: int) -> None:
+        """With a durable store, sync with it when a poll interval has passed (lock held)."""
+        if mono >= self._next_poll:
+            self._next_poll = mono + self._s.poll
+            self._s.sync()
 
 
 class Runner(HeadWatcher):
@@ -177,6 +187,8 @@ class Runner(HeadWatcher):
             while not self._stop:
                 wall = clock.time_ns()
                 mono = clock.monotonic_ns()
+                if s.poll:
+                    self._poll(mono)
                 item = s.pop_due(wall, mono)
                 if item is not None:
                     occ = s.begin(*item, wall, mono)

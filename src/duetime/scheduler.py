@@ -29,22 +29,26 @@ import asyncio
 import contextlib
 import contextvars
 import itertools
+import json
 import logging
 import math
 import os
 import random
+import socket
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import asdict as _asdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from heapq import heappop
 from types import AsyncGeneratorType, CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from duetime import _foreign, policy
+from duetime import _durable, _foreign, policy
+from duetime._durable import MissingTask
 from duetime._aiorunner import AsyncRunner
 from duetime._engine import Engine
 from duetime._timers import (
@@ -62,13 +66,15 @@ from duetime._validate import (
     ns_to_datetime,
     zone,
 )
-from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
+from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock, WallAxis
 from duetime.cron import Cron
 from duetime.errors import (
     ConflictingIdError,
     InvalidArgument,
     JobLookupError,
     SchedulerShutdownError,
+    StoreError,
+    StoredError,
 )
 from duetime.events import (
     Event,
@@ -77,6 +83,7 @@ from duetime.events import (
     JobDead,
     JobDeferred,
     JobFailed,
+    JobLost,
     JobMissed,
     JobPaused,
     JobRescheduled,
@@ -100,16 +107,21 @@ from duetime.job import (
     Overlap,
     Run,
     _current,
+    fire_key,
     new_job,
 )
 from duetime.job import Side as _Side
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
+from duetime.poisson import Poisson
+from duetime.recurrence import MONOTONIC, WALL, After, At, Env, FixedRate, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
+from duetime.stores import codec
 from duetime.stores.memory import MemoryStore
+from duetime.stores.records import ENDED_STATES, RUN_STATES, JobRow, RunRecord
+from duetime.stores.sqlite import SQLiteStore
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -216,6 +228,26 @@ def _timebase(trigger: Any) -> int:
     return WALL if cls is datetime else trigger.timebase
 
 
+# The most fires one backfill() call enqueues.
+_BACKFILL_LIMIT = 100_000
+
+_STATES = {state.value: state for state in JobState}
+
+
+def _store_from_url(url: str) -> MemoryStore:
+    """The store a URL names: ``sqlite:///path`` (``postgresql://`` is not built yet)."""
+    if url.startswith("sqlite:"):
+        return SQLiteStore.from_url(url)
+    if url.startswith(("postgresql:", "postgres:")):
+        raise InvalidArgument(
+            f"store {url!r} names PostgreSQL, which this version of duetime does not support "
+            f"yet; use a SQLite file ('sqlite:///jobs.db') on one host"
+        )
+    raise InvalidArgument(
+        f"store must be a store object or a URL such as 'sqlite:///jobs.db', got {url!r}"
+    )
+
+
 # Classes already known to implement Recurrence (see _recurrence).
 _RECURRENCE_TYPES: set[type] = set()
 
@@ -266,7 +298,15 @@ class Scheduler:
         wall_check_interval: Longest the runner sleeps, in seconds, while wall-clock jobs are
             pending, so that a wall-clock jump is noticed. Default 1 second.
         store: Where jobs are kept: a new ``MemoryStore`` (the default: this process's
-            memory). Durable stores come later (docs/decisions.md).
+            memory, nothing written anywhere), a ``SQLiteStore``, or a URL for one
+            (``"sqlite:///jobs.db"``). See docs/durability.md.
+        lease: With a durable store: seconds a claimed run stays this process's without a
+            heartbeat; a run whose lease runs out (its process died or stalled) is taken over
+            by another process, its attempt raised. Renewed at least three times per lease
+            while the run goes on. Default 30 seconds.
+        import_tasks: With a durable store: module prefixes (``["myapp.tasks"]``) under which a
+            stored ``"module:qualname"`` task may be imported; any other task runs only if this
+            process registered it (a row in a database is never reason enough to run code).
     """
 
     def __init__(
@@ -283,7 +323,9 @@ class Scheduler:
         executors: dict[str, Any] | None = None,
         max_concurrent: int | None = None,
         wall_check_interval: float | int | timedelta = 1.0,
-        store: MemoryStore | None = None,
+        store: MemoryStore | str | None = None,
+        lease: float | int | timedelta = 30.0,
+        import_tasks: Sequence[str] = (),
     ) -> None:
         if clock is None:
             clock = SystemClock()
@@ -294,9 +336,12 @@ class Scheduler:
             )
         if store is None:
             store = MemoryStore()
+        elif isinstance(store, str):
+            store = _store_from_url(store)
         elif not isinstance(store, MemoryStore):
             raise TypeError(
-                f"store must be a MemoryStore (durable stores are not built yet), got {store!r}"
+                f"store must be a MemoryStore, a SQLiteStore or a store URL such as "
+                f"'sqlite:///jobs.db', got {store!r}"
             )
         elif store.owner is not None:
             raise InvalidArgument(
@@ -317,9 +362,21 @@ class Scheduler:
             integer("max_concurrent", max_concurrent)
             if max_concurrent < 1:
                 raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+        if isinstance(import_tasks, str) or not all(isinstance(p, str) for p in import_tasks):
+            raise TypeError(
+                f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
+            )
+        self._import_tasks = tuple(import_tasks)
+        self._lease = duration_ns("lease", lease, allow_zero=False)
         self._grace = duration_ns("grace", grace)
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
+        self._user_clock = clock
+        # A durable store keeps UTC instants: this scheduler then measures elapsed time on the
+        # wall clock too (see duetime.clock.WallAxis and docs/durability.md).
+        self._durable = bool(getattr(store, "durable", False))
+        if self._durable:
+            clock = WallAxis(clock)
         self._clock = clock
         # An exact FakeClock (not a subclass, which may override its readings) is read through
         # its integers on the hottest paths: a method call there costs as much as the read.
@@ -368,6 +425,8 @@ class Scheduler:
                     f"got {ex!r}"
                 )
         self._executors_spec = dict(executors or {})
+        if self._durable:
+            self._open_durable(store)
         # What the runners may use (the package-internal interface; see duetime._engine).
         self._engine = Engine(
             lock=self._lock,
@@ -389,6 +448,8 @@ class Scheduler:
             idle=self._idle_locked,
             now=self._now_dt,
             running=lambda: self._running_total,
+            poll=min(store.poll_ns, self._lease // 3) if self._durable else 0,  # type: ignore[attr-defined]
+            sync=self._sync_locked,
         )
 
     # -- properties ---------------------------------------------------------------------------
@@ -396,7 +457,12 @@ class Scheduler:
     @property
     def clock(self) -> Clock:
         """The scheduler's clock."""
-        return self._clock
+        return self._user_clock
+
+    @property
+    def store(self) -> MemoryStore:
+        """The store that keeps this scheduler's jobs."""
+        return self._store
 
     @property
     def tz(self) -> tzinfo:
@@ -494,7 +560,7 @@ class Scheduler:
         lock = self._lock
         lock.acquire()
         try:
-            if self._shutdown or self._runner is not None or self._listeners:
+            if self._shutdown or self._runner is not None or self._listeners or self._durable:
                 plain = False  # handed to _schedule below, once the lock is released:
                 # its listeners must not run with the lock held.
             else:
@@ -551,6 +617,8 @@ class Scheduler:
                 "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
             )
         trigger, first = self._when(when)
+        if self._durable:
+            ref, args_json = self._check_storable(func, trigger, args, kwargs, id, limiter)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -598,11 +666,15 @@ class Scheduler:
                 job = new_job(self, func, trigger)
             self._set_params(job, func, args, kwargs, name, priority, opts)
             if existing is not None:
+                if self._durable:
+                    self._task_of[func] = ref
                 replaced = self._retarget(job, trigger, first, paused)
+                if self._durable:
+                    self._save(job)
                 if replaced is None:
                     return job
                 event: Event = replaced
-            elif plain and id is None and not paused and self._runner is None:
+            elif plain and id is None and not paused and self._runner is None and not self._durable:
                 # An anonymous delay with default options but arguments, a name or a priority
                 # (schedule() queues the keyword-less ones itself), queued without _add's
                 # general placement. Such a job is found through its queue entry, so it needs
@@ -614,7 +686,11 @@ class Scheduler:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
             else:
+                if self._durable and id is None:  # a stored job needs its id now
+                    id = self._id_prefix + format(next(self._id_counter), "x")
                 self._add(job, id, first, paused)
+                if self._durable:
+                    self._insert(job, ref, args_json)
                 if not self._listeners:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -696,6 +772,10 @@ class Scheduler:
                     f"name {name!r} is already the task {known!r}; a task name means one function"
                 )
             self._tasks[name] = func
+            if self._durable:
+                self._task_of.pop(func, None)  # rows name it by its task name from now on
+                if self._unresolved:
+                    self._unpark(name)
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
@@ -947,6 +1027,8 @@ class Scheduler:
     # -- management -----------------------------------------------------------------------------
 
     def _lookup(self, job_or_id: Job | str) -> Job:
+        if self._durable:
+            self._sync_locked(full=False)
         if isinstance(job_or_id, Job):
             if job_or_id._id is None:
                 if job_or_id._sched is self and job_or_id._state not in _ENDED:
@@ -967,9 +1049,15 @@ class Scheduler:
         """The live job with this id, or None."""
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
+        if self._durable:
+            with self._lock:
+                self._sync_locked(full=False)
         return self._store.get(id)
 
     def __contains__(self, item: object) -> bool:
+        if self._durable:
+            with self._lock:
+                self._sync_locked(full=False)
         if isinstance(item, Job):
             if item._id is None:
                 return item._sched is self and item._state not in _ENDED
@@ -978,6 +1066,9 @@ class Scheduler:
 
     def __len__(self) -> int:
         """Number of live jobs (scheduled, running or paused)."""
+        if self._durable:
+            with self._lock:
+                self._sync_locked(full=False)
         return self._store.count()
 
     def cancel(self, job_or_id: Job | str) -> bool:
@@ -1029,6 +1120,8 @@ class Scheduler:
             self._unqueue(job)
             job._state = JobState.CANCELLED
             self._store.forget(job)
+            if self._durable:
+                self._save(job)
         if event is not None:
             self._emit([event])
         return True
@@ -1050,6 +1143,8 @@ class Scheduler:
         with self._lock:
             job = self._lookup(job_or_id)
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
+            if self._durable:
+                self._save(job)
         if event is not None:
             self._emit([event])
         return job
@@ -1080,6 +1175,8 @@ class Scheduler:
                     self._store.unblock(side)
                     side.hold, side.due = _QUEUED, now
             job._state = JobState.PAUSED
+            if self._durable:
+                self._save(job)
         if event is not None:
             self._emit([event])
 
@@ -1104,6 +1201,8 @@ class Scheduler:
                 if side.hold == _QUEUED:
                     self._push_side(side)
             self._settle(job)
+            if self._durable:
+                self._save(job)
             event = (
                 JobResumed(job.id, self._now_dt(), self._job_next_run_time(job))
                 if self._listeners
@@ -1125,6 +1224,8 @@ class Scheduler:
             side = _Side(job, wall, WALL, 1, key=self._trigger_key(job, wall))
             if self._runner is not None or job._state is JobState.PAUSED:
                 self._queue_side(side, mono)  # the runner (or resume) takes it from the queue
+                if self._durable:
+                    self._save(job)
                 return
             # No runner: begin exactly this side now and run it in this thread.
             self._attach_side(side)
@@ -1142,6 +1243,8 @@ class Scheduler:
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
         with self._lock:
+            if self._durable:
+                self._sync_locked(full=False)
             jobs = self._store.jobs()
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
@@ -1155,6 +1258,8 @@ class Scheduler:
     def next_run_time(self) -> datetime | None:
         """When the earliest queued occurrence is due, in the scheduler's zone, or None."""
         with self._lock:
+            if self._durable:
+                self._sync_locked(full=False)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             head = self._store.head(wall, mono)
@@ -1381,7 +1486,7 @@ class Scheduler:
         next regular occurrence of a rate-like recurrence. Returns whether this one runs.
 
         ``RUN_ALL`` catches up one occurrence at a time, oldest first, as long as the backlog is
-        at most ``SKIP_COUNT_LIMIT`` occurrences (measured once per catch-up, not on every late
+        at most ``_BACKFILL_LIMIT`` occurrences (measured once per catch-up, not on every late
         pop); a larger backlog, such as a year-long wall-clock jump under a per-minute cron, is
         coalesced as ``RUN_ONCE`` would and reported as an inexact ``JobMissed``.
         """
@@ -1473,6 +1578,10 @@ class Scheduler:
         with self._lock:
             job._running -= 1
             self._running_total -= 1
+            if self._durable and not failed and occ[6] is not None:
+                # Cancelled before it started: nobody is to run this fire any more.
+                with contextlib.suppress(StoreError):
+                    self._store.mark_lost(occ[6], self._clock.time_ns())  # type: ignore[attr-defined]
             self._after_run(job, failed)
 
     def _call(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
@@ -1698,6 +1807,8 @@ class Scheduler:
             job._extras().attempt = 0
             self._store.add(job, id)
             self._queue_regular(job, self._clock.monotonic_ns())
+            if self._durable:
+                self._save(job)
             event = (
                 JobAdded(id, self._now_dt(), self._job_next_run_time(job))
                 if self._listeners
@@ -1730,10 +1841,514 @@ class Scheduler:
                 blocked=self._store.blocked_count(),
             )
 
+    # -- durable stores ---------------------------------------------------------------------------
+    #
+    # With a durable store (store.durable), the in-memory structures above stay the working
+    # copy and the store's file is the truth: every change is written through (_save, _insert),
+    # a run starts only after the store gives it to this process (_begin_durable: a claim), its
+    # outcome is recorded only while this process still holds it (_finish_durable: fenced), and
+    # other processes' changes are read back by polling (_sync_locked). The two life-cycle
+    # methods are swapped in per instance, so a MemoryStore scheduler never tests for any of it.
+
+    def _open_durable(self, store: Any) -> None:
+        """Open a durable store, load its jobs and dead letters (at construction)."""
+        self._task_of: dict[Any, str] = {}  # function -> task reference, for rows
+        self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
+        self._warned_tasks: set[str] = set()
+        self._next_poll = 0  # clock time of the next heartbeat / lease scan
+        self._next_purge = 0
+        worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        store.open(worker)
+        self._begin = self._begin_durable  # type: ignore[method-assign]
+        self._finish_locked = self._finish_durable  # type: ignore[method-assign]
+        with self._lock:
+            now = self._clock.time_ns()
+            for row in store.load_rows():
+                self._restore(None, row, now)
+            for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
+                self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
+            self._take_queued(now)
+
+    def _resolve(self, task: str) -> Callable[..., Any] | None:
+        return codec.resolve_task(task, self._tasks, self._import_tasks)
+
+    def _check_storable(
+        self,
+        func: Callable[..., Any],
+        trigger: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        id: str | None,
+        limiter: TokenBucket | None,
+    ) -> tuple[str, str]:
+        """Refuse, before anything changes, what a durable store cannot keep. Returns the task
+        reference and the arguments as JSON."""
+        ref = codec.task_reference(func, self._tasks)
+        args_json = codec.dumps_args(args, kwargs)
+        if type(trigger) is not float and type(trigger) is not int:
+            codec.encode_trigger(At(trigger) if type(trigger) is datetime else trigger)
+        if limiter is not None:
+            raise InvalidArgument(
+                f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "
+                f"durable store keeps a job for any process; got {limiter!r}"
+            )
+        return ref, args_json
+
+    def _row(self, job: Job) -> JobRow:
+        func = job.func
+        if type(func) is MissingTask:
+            return _durable.job_row(job, func.task)
+        ref = self._task_of.get(func)
+        if ref is None:
+            ref = self._task_of[func] = codec.task_reference(func, self._tasks)
+        return _durable.job_row(job, ref)
+
+    def _insert(self, job: Job, ref: str, args_json: str) -> None:
+        """Write a new job's row (lock held); undo the in-memory add if the store refuses."""
+        self._task_of[job.func] = ref
+        if ref not in self._tasks and ":" in ref:
+            # A function passed in this process runs here under its module:qualname.
+            self._tasks.setdefault(ref, job.func)
+        try:
+            taken = self._store.insert_new(  # type: ignore[attr-defined]
+                [_durable.job_row(job, ref, args_json)], self._clock.time_ns()
+            )
+        except BaseException:
+            self._drop_local(job)
+            raise
+        if taken:
+            self._drop_local(job)
+            raise ConflictingIdError(taken[0])
+
+    def _drop_local(self, job: Job) -> None:
+        self._unqueue(job)
+        job._state = JobState.CANCELLED
+        self._store.forget(job)
+
+    def _save(self, job: Job) -> None:
+        """Write a job's row after a change (lock held). If the store fails, the job is read
+        back from it (nothing half-changed stays in memory) and the error raised."""
+        try:
+            self._store.write([self._row(job)], self._clock.time_ns())  # type: ignore[attr-defined]
+        except StoreError:
+            self._reload(job)
+            raise
+
+    def _save_quiet(self, job: Job) -> None:
+        """``_save`` on the runner's path: a failure is logged, not raised."""
+        try:
+            self._save(job)
+        except StoreError as exc:
+            logger.error("could not record job %r: %s", job._id, exc)
+
+    def _reload(self, job: Job) -> None:
+        """Read a job back from the store, dropping what this process believed."""
+        try:
+            row = self._store.load_row(job.id)  # type: ignore[attr-defined]
+        except StoreError as exc:
+            logger.error("could not read job %r back from the store: %s", job._id, exc)
+            return
+        if row is None:
+            self._drop_local(job)
+            return
+        self._restore(job, row, self._clock.time_ns())
+
+    def _restore(self, job: Job | None, row: JobRow, now: int) -> None:
+        """Make the in-memory job match ``row`` (a new Job if ``job`` is None), queued."""
+        store = self._store
+        if job is None:
+            job = store.get(row.id)
+        if row.state in ENDED_STATES:
+            if job is not None:
+                self._unqueue(job)
+                job._state = _STATES[row.state]
+                store.forget(job)
+            return
+        fresh = job is None
+        if job is None:
+            job = new_job(self, None, None)  # type: ignore[arg-type]
+        else:
+            self._unqueue(job)
+        running = job._running
+        try:
+            _durable.apply_row(job, row, self._resolve)
+        except (InvalidArgument, ValueError, KeyError) as exc:
+            logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
+            if not fresh:
+                self._drop_local(job)
+            return
+        if running:
+            job._state = JobState.PAUSED if row.state == "paused" else _RUNNING
+        sides = _durable.sides_of(job, row, now)
+        job._sides = sides or None
+        if fresh:
+            store.add(job, row.id)
+        if type(job.func) is MissingTask:
+            self._unresolved.setdefault(job.func.task, []).append(job)
+        if job._state is not JobState.PAUSED:
+            if job._due is not None:
+                self._push_regular(job)
+            for side in sides:
+                self._push_side(side)
+
+    def _restore_dead(
+        self, id: str, job_json: str, error: str, tb: str, attempts: int, due: int, at: int
+    ) -> None:
+        job = new_job(self, None, None)  # type: ignore[arg-type]
+        try:
+            _durable.apply_row(job, JobRow(**json.loads(job_json)), self._resolve)
+        except (InvalidArgument, ValueError, KeyError, TypeError) as exc:
+            logger.warning("dead letter %r cannot be loaded here: %s", id, exc)
+            return
+        job._state = JobState.FAILED
+        MemoryStore.put_dead(
+            self._store,
+            id,
+            FailedJob(
+                job,
+                _durable.parse_error(error) or StoredError("Error", ""),
+                tb,
+                attempts,
+                ns_to_datetime(due, self._tz),
+                ns_to_datetime(at, self._tz),
+            ),
+        )
+
+    def _take_queued(self, now: int) -> None:
+        """Queue the fires that ``backfill`` (here or in another process) enqueued."""
+        for key, job_id, due in self._store.queued_runs():  # type: ignore[attr-defined]
+            job = self._store.get(job_id)
+            if job is None:
+                continue
+            side = _Side(job, due, MONOTONIC, 1, None, False, key)
+            side.claimed = 2  # recorded in the store's runs, not in the job's row
+            self._queue_side(side, now)
+
+    def _sync_locked(self, full: bool = True) -> None:
+        """Read other processes' changes (lock held); with ``full``, also renew this process's
+        leases, take over runs whose lease ran out and delete old records, when due."""
+        store: Any = self._store
+        try:
+            rows = store.changed_rows()
+            now = self._clock.time_ns()
+            if rows is not None:
+                for row in rows:
+                    self._restore(None, row, now)
+                self._take_queued(now)
+            if full and now >= self._next_poll:
+                self._next_poll = now + min(store.poll_ns, self._lease // 3)
+                if self._running_total:
+                    store.heartbeat(now, self._lease)
+                for key, job_id, due, attempt, worker in store.expired(now):
+                    self._take_over(key, job_id, due, attempt, worker, now)
+                if now >= self._next_purge:
+                    self._next_purge = now + 3600 * NS_PER_SECOND
+                    store.purge(now)
+        except StoreError as exc:
+            # The runner keeps going: the next poll tries again.
+            logger.error("%s", exc)
+
+    def _take_over(
+        self, key: str, job_id: str, due: int, attempt: int, worker: str | None, now: int
+    ) -> None:
+        store: Any = self._store
+        job = store.get(job_id)
+        if job is None:
+            row = store.load_row(job_id)
+            if row is None or row.state in ENDED_STATES:
+                store.mark_lost(key, now)
+            return
+        if type(job.func) is MissingTask:
+            return  # a process that runs this task will take it
+        if not store.take_over(key, worker, attempt, now, self._lease):
+            return
+        logger.warning(
+            "run %s of job %r was lost by worker %s (its lease ran out); running it again, "
+            "attempt %d",
+            key,
+            job_id,
+            worker,
+            attempt + 1,
+        )
+        side = _Side(job, due, MONOTONIC, attempt + 1, None, False, key)
+        side.claimed = 1
+        if job._state is JobState.RUNNING and not job._running:
+            job._state = JobState.SCHEDULED
+        self._queue_side(side, now)
+        if self._listeners:
+            self._pending_events.append(
+                JobLost(
+                    job_id,
+                    self._now_dt(),
+                    ns_to_datetime(due, self._tz),
+                    attempt + 1,
+                    key,
+                    worker,
+                )
+            )
+
+    def _park(self, job: Job) -> None:
+        """A due occurrence of a task this process has not registered: keep it for a process
+        that has (or for ``register``), and say so once."""
+        task = job.func.task  # type: ignore[attr-defined]
+        waiting = self._unresolved.setdefault(task, [])
+        if job not in waiting:
+            waiting.append(job)
+        if task not in self._warned_tasks:
+            self._warned_tasks.add(task)
+            logger.warning(
+                "job %r is due but its task %r is not registered in this process; it stays "
+                "pending (register the task, or allow its module with import_tasks=)",
+                job._id,
+                task,
+            )
+
+    def _unpark(self, name: str) -> None:
+        """Task ``name`` was registered: give its waiting jobs the function and queue them."""
+        for job in self._unresolved.pop(name, ()):
+            func = self._resolve(name)
+            if func is None or not self._store.contains(job):
+                continue
+            job.func = func
+            if job._state is not JobState.PAUSED:
+                if job._due is not None:
+                    self._push_regular(job)
+                for side in job._sides or ():
+                    if side.due is not None:
+                        self._push_side(side)
+        for task, jobs in list(self._unresolved.items()):
+            if self._resolve(task) is not None:
+                self._unresolved.pop(task)
+                for job in jobs:
+                    job.func = self._resolve(task)  # type: ignore[assignment]
+                    if job._state is not JobState.PAUSED and job._due is not None:
+                        self._push_regular(job)
+
+    def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
+        """``_begin`` with a durable store: decide as in memory, then claim the run from the
+        store; if another process has it, read the job back instead."""
+        regular = type(key) is Job
+        job: Job = key if regular else key.job
+        if type(job.func) is MissingTask:
+            if not regular:
+                key.due = due
+            self._park(job)
+            return None
+        popped = job._base if regular else None
+        occ = Scheduler._begin(self, key, tb, due, wall, mono)
+        if occ is None:
+            self._save_quiet(job)
+            return None
+        if not regular and key.claimed == 1:
+            return occ
+        fire = occ[6]
+        if fire is None:
+            fire = fire_key(job.id, ns_to_datetime(occ[1], timezone.utc))
+        store: Any = self._store
+        try:
+            outcome = store.claim(
+                fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped
+            )
+        except StoreError as exc:
+            logger.error("could not claim a run of job %r: %s", job._id, exc)
+            outcome = "lost"
+        if outcome == "won":
+            return (*occ[:6], fire)  # type: ignore[return-value]
+        job._running -= 1
+        self._running_total -= 1
+        if outcome == "lost":
+            self._reload(job)
+        else:  # the fire ran or runs already (a backfill, another process): skip it
+            self._settle(job)
+            self._save_quiet(job)
+        return None
+
+    def _finish_durable(self, done: tuple[Occ, Any, Exception | None]) -> None:
+        """``_finish_locked`` with a durable store: record the outcome in memory, then in the
+        store, fenced: if this process no longer holds the run, its outcome is refused."""
+        occ, _, error = done
+        job = occ[0]
+        before = job._sides or ()
+        Scheduler._finish_locked(self, done)
+        fire = occ[6]
+        assert fire is not None
+        if error is None:
+            state = "succeeded"
+        elif any(s.key == fire and s.attempt == occ[3] + 1 for s in job._sides or () if s not in before):
+            state = "failed"
+        else:
+            state = "dead"
+        store: Any = self._store
+        now = self._clock.time_ns()
+        try:
+            row = self._row(job)
+            ok = store.settle(fire, occ[3], state, _durable.error_text(error), now, row)
+        except StoreError as exc:
+            logger.error("could not record the outcome of run %s: %s", fire, exc)
+            return
+        if not ok:
+            logger.warning(
+                "run %s of job %r finished, but this worker no longer holds it (its lease ran "
+                "out and another worker took it over): its outcome is not recorded",
+                fire,
+                job._id,
+            )
+            self._reload(job)
+            return
+        if state == "dead":
+            dead = store.dead_letter(job.id)
+            if dead is not None and dead.job is job:
+                try:
+                    store.save_dead(
+                        job.id,
+                        json.dumps(_asdict(row)),
+                        _durable.error_text(error),
+                        dead.traceback,
+                        dead.attempts,
+                        occ[1],
+                        now,
+                    )
+                except StoreError as exc:
+                    logger.error("could not record dead letter %r: %s", job._id, exc)
+
+    def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
+        """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is
+        not enqueued, oldest first; they run whatever the job's misfire policy.
+
+        Needs a durable store: it is the record of which fires ran. Calling it again for the
+        same range enqueues nothing more.
+
+        Args:
+            job_or_id: The ``Job`` or its id.
+            start: The first instant (an aware datetime), included.
+            end: The last instant (an aware datetime), excluded.
+
+        Returns:
+            The fire keys enqueued by this call.
+
+        Raises:
+            InvalidArgument: ``start`` is after ``end``, or the recurrence has no fixed fire
+                times (``FixedDelay``, ``Poisson``, ``After``).
+            TypeError: The scheduler's store is not durable.
+        """
+        if not self._durable:
+            raise TypeError(
+                "backfill() needs a durable store (SQLiteStore): a MemoryStore keeps no record "
+                "of which fires ran"
+            )
+        lo = datetime_to_ns(aware_datetime("start", start))
+        hi = datetime_to_ns(aware_datetime("end", end))
+        if lo > hi:
+            raise InvalidArgument(f"start must not be after end, got {start!r} and {end!r}")
+        with self._lock:
+            job = self._lookup(job_or_id)
+            trig = job.trigger
+            fires: list[int] = []
+            if isinstance(trig, At):
+                t = datetime_to_ns(trig.when)
+                fires = [t] if lo <= t < hi else []
+            elif isinstance(trig, FixedRate):
+                anchor = job._base
+                if anchor is None:
+                    raise InvalidArgument(
+                        f"job {job.id!r} has no next fire to place the FixedRate grid from"
+                    )
+                step = trig._ns
+                t = anchor + -(-(lo - anchor) // step) * step
+                while t < hi and len(fires) <= _BACKFILL_LIMIT:
+                    fires.append(t)
+                    t += step
+            elif trig.timebase == WALL and trig.recurring and not isinstance(trig, Poisson):
+                t = trig.next(lo - 1, self._env)
+                while t is not None and t < hi and len(fires) <= _BACKFILL_LIMIT:
+                    fires.append(t)
+                    t = trig.next(t, self._env)
+            else:
+                raise InvalidArgument(
+                    f"job {job.id!r} has no fixed fire times to backfill: its trigger is "
+                    f"{trig!r} (backfill works for At, FixedRate and Cron)"
+                )
+            if len(fires) > _BACKFILL_LIMIT:
+                raise InvalidArgument(
+                    f"start to end holds more than {_BACKFILL_LIMIT} fires of job {job.id!r}; "
+                    f"backfill a shorter range at a time"
+                )
+            keyed = [(fire_key(job.id, ns_to_datetime(t, timezone.utc)), t) for t in fires]
+            new = set(self._store.enqueue(job.id, keyed))  # type: ignore[attr-defined]
+            now = self._clock.time_ns()
+            for key, t in keyed:
+                if key in new:
+                    side = _Side(job, t, MONOTONIC, 1, None, False, key)
+                    side.claimed = 2
+                    self._queue_side(side, now)
+        return [key for key, _ in keyed if key in new]
+
+    def runs(
+        self, job_or_id: Job | str | None = None, *, state: str | None = None, limit: int = 100
+    ) -> list[RunRecord]:
+        """The runs a durable store recorded, newest due first.
+
+        Args:
+            job_or_id: Only this job's runs (a ``Job`` or an id; the job may have ended).
+            state: Only runs in this state: ``queued``, ``running``, ``failed`` (a retry is
+                due), ``succeeded``, ``dead`` or ``lost``.
+            limit: At most this many (default 100).
+
+        Raises:
+            TypeError: The scheduler's store is not durable (a MemoryStore keeps no runs).
+        """
+        if not self._durable:
+            raise TypeError(
+                "runs() needs a durable store (SQLiteStore): a MemoryStore keeps no record of "
+                "runs (subscribe to events instead)"
+            )
+        if job_or_id is None or isinstance(job_or_id, str):
+            job_id = job_or_id
+        elif isinstance(job_or_id, Job):
+            job_id = job_or_id.id
+        else:
+            raise TypeError(f"job_or_id must be a Job, a job id (str) or None, got {job_or_id!r}")
+        if state is not None and state not in RUN_STATES:
+            raise InvalidArgument(f"state must be one of {', '.join(RUN_STATES)}, got {state!r}")
+        integer("limit", limit)
+        if limit < 1:
+            raise InvalidArgument(f"limit must be at least 1, got {limit!r}")
+        with self._lock:
+            return self._store.runs(job_id, state, limit)  # type: ignore[attr-defined, no-any-return]
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make the changes inside the block one transaction of a durable store: scheduling
+        many jobs this way is many times faster than one transaction each. If the block
+        raises, none of its changes is stored (the jobs it added are dropped from memory too).
+        With a MemoryStore it changes nothing.
+        """
+        if not self._durable:
+            yield
+            return
+        with self._lock:
+            before = set(self._store.index)
+            try:
+                with self._store.batch():  # type: ignore[attr-defined]
+                    yield
+            except BaseException:
+                for id in set(self._store.index) - before:
+                    self._drop_local(self._store.index[id])
+                raise
+
     # -- driving time by hand -------------------------------------------------------------------
 
     def _steppable(self, method: str) -> SteppableClock:
         clock = self._clock
+        if self._durable:
+            with self._lock:
+                self._sync_locked()
+            if not isinstance(self._user_clock, SteppableClock):
+                raise TypeError(
+                    f"{method}() needs a steppable clock such as FakeClock; this scheduler's "
+                    f"clock is {self._user_clock!r}, which only real time moves"
+                )
+            return clock  # type: ignore[return-value]
         if self._fake:
             # A FakeClock is steppable; the protocol check below costs ~500 bytecodes, which
             # a simulation stepping one event at a time would pay on every call.
@@ -1756,6 +2371,8 @@ class Scheduler:
         """
         clock = self._clock
         with self._lock:
+            if self._durable:
+                self._sync_locked()
             wall = clock.time_ns()
             mono = clock.monotonic_ns()
         count = 0

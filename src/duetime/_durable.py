@@ -1,0 +1,218 @@
+"""A job as a durable store's row, and back: the conversion at the store boundary.
+
+The Scheduler keeps jobs as ``Job`` objects with their side occurrences; a durable store keeps
+``JobRow``s of plain values. With a durable store the Scheduler reads time through
+``duetime.clock.WallAxis``, so every due time a job holds is already a UTC instant in
+nanoseconds and is stored as it is (``duetime.stores.timebase`` documents the translation).
+
+A function is stored by reference (``codec.task_reference``) and found again only among the
+functions this process registered, or under the module prefixes it allows imports from; a
+job whose task is not found here loads with ``MissingTask`` as its function and never runs in
+this process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from duetime.job import (
+    _QUEUED,
+    DEFAULT_OPTIONS,
+    Job,
+    JobOptions,
+    JobState,
+    Misfire,
+    Overlap,
+    Side,
+)
+from duetime.errors import InvalidArgument, StoredError
+from duetime.recurrence import MONOTONIC
+from duetime.stores import codec
+from duetime.stores.records import JobRow
+
+__all__ = ["MissingTask", "apply_row", "error_text", "job_row", "parse_error", "sides_of"]
+
+_STATES = {state.value: state for state in JobState}
+
+
+class MissingTask:
+    """The function of a loaded job whose task this process has not registered.
+
+    It is never called: the Scheduler leaves such a job pending (another process, or this one
+    after ``register``, runs it).
+    """
+
+    __slots__ = ("task",)
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"task {self.task!r} is not registered in this process")
+
+    def __repr__(self) -> str:
+        return f"<task {self.task!r}, not registered in this process>"
+
+
+def error_text(error: BaseException | None) -> str | None:
+    """An exception as a store keeps it: ``"Type: message"``."""
+    if error is None:
+        return None
+    if isinstance(error, StoredError):
+        return str(error)
+    text = str(error)
+    name = type(error).__qualname__
+    return f"{name}: {text}" if text else name
+
+
+def parse_error(text: str | None) -> StoredError | None:
+    """The inverse of ``error_text``."""
+    if text is None:
+        return None
+    name, _, message = text.partition(": ")
+    return StoredError(name, message)
+
+
+def _options(opts: JobOptions) -> str:
+    return json.dumps(
+        {
+            "misfire": None if opts.misfire is None else opts.misfire.value,
+            "grace_ns": opts.grace_ns,
+            "overlap": None if opts.overlap is None else opts.overlap.value,
+            "jitter_ns": opts.jitter_ns,
+            "executor": opts.executor,
+        },
+        separators=(",", ":"),
+    )
+
+
+def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
+    """``job`` as a row. ``task`` is its function's reference; ``args`` its arguments as JSON if
+    the caller has them already.
+
+    Raises:
+        InvalidArgument: Something of the job cannot be stored (the message names it).
+    """
+    opts = job._opts
+    if opts.limiter is not None:
+        raise InvalidArgument(
+            f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "
+            f"durable store keeps a job for any process; got {opts.limiter!r}"
+        )
+    x = job._x
+    sides = x.sides if x is not None else None
+    state = job._state
+    return JobRow(
+        id=job.id,
+        name=x.name if x is not None else None,
+        task=task,
+        args=codec.dumps_args(job.args, job.kwargs) if args is None else args,
+        trigger=json.dumps(codec.encode_trigger(job.trigger), separators=(",", ":")),
+        retry=None
+        if opts.retry is None
+        else json.dumps(codec.encode_retry(opts.retry), separators=(",", ":")),
+        options=_options(opts) if opts is not DEFAULT_OPTIONS else "{}",
+        priority=job.priority,
+        state=state.value,
+        next_base=job._base,
+        next_due=job._due,
+        sides=_sides_json(sides),
+        catchup=bool(x is not None and x.catchup),
+        attempt=job.attempt,
+        runs=job.runs,
+        failures=job.failures,
+        last_error=error_text(job.last_error),
+    )
+
+
+def _sides_json(sides: list[Any] | None) -> str | None:
+    if not sides:
+        return None
+    out = []
+    for side in sides:
+        if side.claimed:
+            continue  # held through the runs table: a lease, not a pending side
+        out.append(
+            {
+                "key": side.key,
+                "base": side.base,
+                "attempt": side.attempt,
+                "delay": side.prev_delay,
+                # A held-back or blocked start has no due time: it is due when loaded.
+                "due": side.due if side.hold == _QUEUED else None,
+                "reserved": side.reserved,
+            }
+        )
+    return json.dumps(out, separators=(",", ":")) if out else None
+
+
+def sides_of(job: Job, row: JobRow, now: int) -> list[Side]:
+    """The side occurrences a row records, queued (held-back ones due ``now``)."""
+    if not row.sides:
+        return []
+    out = []
+    for rec in json.loads(row.sides):
+        side = Side(job, rec["base"], MONOTONIC, rec["attempt"], rec["delay"], False, rec["key"])
+        side.due = now if rec["due"] is None else rec["due"]
+        side.hold = _QUEUED
+        out.append(side)
+    return out
+
+
+def apply_row(
+    job: Job,
+    row: JobRow,
+    resolve: Callable[[str], Callable[..., Any] | None],
+) -> None:
+    """Give ``job`` everything ``row`` records except its side occurrences and its queue
+    entries (the Scheduler queues them).
+
+    Raises:
+        InvalidArgument: The row names something this process cannot rebuild (a retry
+            policy's exception class from a module it has not imported).
+    """
+    trigger = codec.decode_trigger(json.loads(row.trigger))
+    retry = None if row.retry is None else codec.decode_retry(json.loads(row.retry))
+    options: Mapping[str, Any] = json.loads(row.options)
+    args, kwargs = codec.loads_args(row.args)
+    func = resolve(row.task)
+    job._id = row.id
+    job.func = func if func is not None else MissingTask(row.task)
+    job._trigger = trigger
+    job.args = args
+    job.kwargs = kwargs or None
+    job.priority = row.priority
+    misfire = options.get("misfire")
+    overlap = options.get("overlap")
+    opts = JobOptions(
+        retry=retry,
+        misfire=None if misfire is None else Misfire(misfire),
+        grace_ns=options.get("grace_ns"),
+        overlap=None if overlap is None else Overlap(overlap),
+        jitter_ns=options.get("jitter_ns", 0),
+        executor=options.get("executor"),
+    )
+    job._opts = DEFAULT_OPTIONS if opts == DEFAULT_OPTIONS else opts
+    # A row in state "running" stays so here while its run goes on elsewhere (or went on in
+    # this process before a restart): the run's record, not the row, says what becomes of it.
+    job._state = _STATES[row.state]
+    job._base = row.next_base
+    job._due = row.next_due
+    job.runs = row.runs
+    if (
+        row.name is not None
+        or row.failures
+        or row.last_error is not None
+        or row.catchup
+        or job._x is not None
+    ):
+        x = job._extras()
+        x.name = row.name
+        x.failures = row.failures
+        x.last_error = parse_error(row.last_error)
+        x.catchup = row.catchup
+    if row.attempt > 1 or (job._x is not None and job._x.attempt is not None):
+        job._extras().attempt = row.attempt
+
