@@ -17,6 +17,8 @@ from duetime.errors import (
     InvalidArgument,
     JobLookupError,
     SchedulerShutdownError,
+    StoredError,
+    StoreError,
 )
 from duetime.events import (
     Event,
@@ -26,6 +28,7 @@ from duetime.events import (
     JobDeferred,
     JobEvent,
     JobFailed,
+    JobLost,
     JobMissed,
     JobPaused,
     JobRescheduled,
@@ -44,6 +47,8 @@ from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
 from duetime.scheduler import FailedJob, ScheduleOptions, Scheduler
 from duetime.stats import Lateness, Stats
 from duetime.stores import JobStore, MemoryStore
+from duetime.stores.records import RunRecord
+from duetime.stores.sqlite import SQLiteStore
 
 __version__ = "0.1.0"
 
@@ -76,6 +81,7 @@ __all__ = [
     "JobEvent",
     "JobFailed",
     "JobLookupError",
+    "JobLost",
     "JobMissed",
     "JobPaused",
     "JobRescheduled",
@@ -94,6 +100,8 @@ __all__ = [
     "Recurrence",
     "RetryPolicy",
     "Run",
+    "RunRecord",
+    "SQLiteStore",
     "ScheduleOptions",
     "Scheduler",
     "SchedulerShutdownError",
@@ -101,6 +109,8 @@ __all__ = [
     "SchedulerStopped",
     "Stats",
     "SteppableClock",
+    "StoreError",
+    "StoredError",
     "SystemClock",
     "TokenBucket",
     "Window",

@@ -116,7 +116,9 @@ def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
         options=_options(opts) if opts is not DEFAULT_OPTIONS else "{}",
         priority=job.priority,
         state=state.value,
-        next_base=job._base,
+        # _base outlives its entry (a run in progress still reads it): a row has a next fire
+        # only while one is pending, or the claim guard would let a second process through.
+        next_base=job._base if job._due is not None else None,
         next_due=job._due,
         sides=_sides_json(sides),
         catchup=bool(x is not None and x.catchup),

@@ -228,6 +228,9 @@ def _timebase(trigger: Any) -> int:
     return WALL if cls is datetime else trigger.timebase
 
 
+# How long a run waits before its claim is tried again after the store failed (nanoseconds).
+_STORE_BACKOFF = 5 * NS_PER_SECOND
+
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
 
@@ -475,7 +478,7 @@ class Scheduler:
         return self._rng
 
     def __repr__(self) -> str:
-        return f"<Scheduler jobs={len(self)} clock={self._clock!r} tz={self._tz}>"
+        return f"<Scheduler jobs={len(self)} clock={self._user_clock!r} tz={self._tz}>"
 
     # -- scheduling -----------------------------------------------------------------------------
 
@@ -657,6 +660,8 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
+            if self._durable:
+                self._sync_locked(full=False)
             existing = None if id is None else self._store.get(id)
             if existing is not None:
                 if not replace:
@@ -1856,6 +1861,9 @@ class Scheduler:
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
+        # Runs taken over from a lost worker and not started yet: this process holds their
+        # leases too, so they are renewed like running ones.
+        self._taken: set[_Side] = set()
         self._next_purge = 0
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
@@ -2028,6 +2036,8 @@ class Scheduler:
         """Read other processes' changes (lock held); with ``full``, also renew this process's
         leases, take over runs whose lease ran out and delete old records, when due."""
         store: Any = self._store
+        if not store.is_open:
+            return  # shut down: what is in memory is the last word
         try:
             rows = store.changed_rows()
             now = self._clock.time_ns()
@@ -2037,7 +2047,9 @@ class Scheduler:
                 self._take_queued(now)
             if full and now >= self._next_poll:
                 self._next_poll = now + min(store.poll_ns, self._lease // 3)
-                if self._running_total:
+                if self._taken:
+                    self._taken = {x for x in self._taken if x in (x.job._sides or ())}
+                if self._running_total or self._taken:
                     store.heartbeat(now, self._lease)
                 for key, job_id, due, attempt, worker in store.expired(now):
                     self._take_over(key, job_id, due, attempt, worker, now)
@@ -2060,6 +2072,8 @@ class Scheduler:
             return
         if type(job.func) is MissingTask:
             return  # a process that runs this task will take it
+        if worker == store.worker and job._running:
+            return  # still running here: a late heartbeat, not a lost run
         if not store.take_over(key, worker, attempt, now, self._lease):
             return
         logger.warning(
@@ -2072,6 +2086,7 @@ class Scheduler:
         )
         side = _Side(job, due, MONOTONIC, attempt + 1, None, False, key)
         side.claimed = 1
+        self._taken.add(side)
         if job._state is JobState.RUNNING and not job._running:
             job._state = JobState.SCHEDULED
         self._queue_side(side, now)
@@ -2140,6 +2155,7 @@ class Scheduler:
             self._save_quiet(job)
             return None
         if not regular and key.claimed == 1:
+            self._taken.discard(key)
             return occ
         fire = occ[6]
         if fire is None:
@@ -2150,13 +2166,29 @@ class Scheduler:
                 fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped
             )
         except StoreError as exc:
-            logger.error("could not claim a run of job %r: %s", job._id, exc)
-            outcome = "lost"
+            logger.error(
+                "could not claim a run of job %r (trying again in %d s): %s",
+                job._id,
+                _STORE_BACKOFF // NS_PER_SECOND,
+                exc,
+            )
+            outcome = "failed"
         if outcome == "won":
             return (*occ[:6], fire)  # type: ignore[return-value]
         job._running -= 1
         self._running_total -= 1
-        if outcome == "lost":
+        if outcome == "failed":
+            # The store is the truth: read the job back, and try its fire again after a pause
+            # (the same fire: the claim's guard is its due time, which the pause leaves alone).
+            self._reload(job)
+            if job._due is not None and job._qkey is not None:
+                job._due = max(job._due, wall + _STORE_BACKOFF)
+                self._push_regular(job)
+            for side in job._sides or ():
+                if side.due is not None and side._qkey is not None:
+                    side.due = max(side.due, wall + _STORE_BACKOFF)
+                    self._push_side(side)
+        elif outcome == "lost":
             self._reload(job)
         else:  # the fire ran or runs already (a backfill, another process): skip it
             self._settle(job)
@@ -2451,7 +2483,7 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
         """
         clock = self._steppable("run_until")
-        return self._run_to(clock, self._target("when", when))
+        return self._run_durable(clock, self._target("when", when))
 
     @staticmethod
     def _target(param: str, when: datetime | float | int) -> int:
@@ -2468,7 +2500,21 @@ class Scheduler:
         """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta)."""
         clock = self._steppable("run_for")
         span = duration_ns("seconds", seconds)
-        return self._run_to(clock, clock.time_ns() + span)
+        return self._run_durable(clock, clock.time_ns() + span)
+
+    def _run_durable(self, clock: SteppableClock, target: int) -> int:
+        """``_run_to``, and with a durable store, again for what a look at the store at the
+        target finds due (runs whose lease ran out meanwhile, other processes' changes)."""
+        count = self._run_to(clock, target)
+        while self._durable:
+            with self._lock:
+                self._next_poll = 0
+                self._sync_locked()
+                head = self._store.head(clock.time_ns(), clock.monotonic_ns())
+                if head is None or head[2] > clock.monotonic_ns():
+                    break
+            count += self._run_to(clock, target)
+        return count
 
     def _run_to(self, clock: SteppableClock, target: int) -> int:
         # The stepping loop: take the head if it is due by the target, move the clock to its
@@ -2636,12 +2682,19 @@ class Scheduler:
             self._shutdown = True
             runner = self._runner
             self._cond.notify_all()
-        if runner is not None and not already:
-            try:
-                runner.stop(wait=wait, cancel_running=cancel_running)
-            finally:
+        try:
+            if runner is not None and not already:
+                try:
+                    runner.stop(wait=wait, cancel_running=cancel_running)
+                finally:
+                    with self._lock:
+                        self._runner = None
+        finally:
+            if self._durable and (wait or runner is None):
+                # The end of the scheduler's life: its connection goes too. (Without wait, runs
+                # still going will record their outcomes: the lease covers them instead.)
                 with self._lock:
-                    self._runner = None
+                    self._store.close()  # type: ignore[attr-defined]
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.

@@ -296,7 +296,8 @@ class SQLiteStore(MemoryStore):
     def _tx(self, what: str) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction (or the open batch's), all or nothing."""
         db = self._db
-        assert db is not None, "the store is not open"
+        if db is None:
+            raise StoreError(repr(self.path), "the store is closed", "its scheduler was shut down")
         if self._batch:
             yield db
             return
@@ -322,7 +323,8 @@ class SQLiteStore(MemoryStore):
 
     def _read(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         db = self._db
-        assert db is not None, "the store is not open"
+        if db is None:
+            raise StoreError(repr(self.path), "the store is closed", "its scheduler was shut down")
         try:
             return db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
@@ -352,15 +354,18 @@ class SQLiteStore(MemoryStore):
             raise self._fail("opening", exc) from exc
         self._db = db
         try:
-            db.execute("PRAGMA busy_timeout = %d" % int(self.busy_timeout * 1000))
-            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            try:
+                db.execute("PRAGMA busy_timeout = %d" % int(self.busy_timeout * 1000))
+                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                db.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.Error as exc:
+                raise self._fail("opening", exc) from exc
             if self.path != ":memory:" and str(mode).lower() != "wal":
                 raise StoreError(
                     repr(self.path),
                     f"could not switch the file to WAL mode (it is in {mode!r} mode)",
                     "make sure no other program holds it open in another mode",
                 )
-            db.execute("PRAGMA synchronous = NORMAL")
             self._create()
         except BaseException:
             self.close()

@@ -1,0 +1,721 @@
+"""SQLiteStore: jobs survive restarts, each fire runs once, and the file's faults are reported.
+
+Time is a FakeClock everywhere except the real-process tests at the end, which wait for a
+condition with a deadline (never a fixed sleep). A "restart" is a second Scheduler opening the
+same file, the first one shut down (or, for a crash, simply abandoned mid-run).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from duetime import (
+    After,
+    At,
+    ConflictingIdError,
+    Cron,
+    ExponentialBackoff,
+    FakeClock,
+    FixedBackoff,
+    FixedDelay,
+    FixedRate,
+    InvalidArgument,
+    JobLost,
+    JobState,
+    Misfire,
+    Overlap,
+    Poisson,
+    Scheduler,
+    SQLiteStore,
+    StoreError,
+    Window,
+    current_run,
+)
+from duetime.stores.sqlite import SCHEMA_VERSION
+
+UTC = timezone.utc
+T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+
+Opener = Callable[..., Scheduler]
+
+
+class Calls:
+    """What jobs were called with, and with which fire keys."""
+
+    def __init__(self) -> None:
+        self.args: list[Any] = []
+        self.keys: list[str] = []
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        run = current_run()
+        assert run is not None
+        self.args.append((args, kwargs) if kwargs else args)
+        self.keys.append(run.key)
+
+    def fail(self) -> None:
+        self.record()
+        raise RuntimeError("boom")
+
+
+@pytest.fixture
+def calls() -> Calls:
+    return Calls()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "jobs.db"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def open_scheduler(db: Path, clock: FakeClock, calls: Calls) -> Iterator[Opener]:
+    """Open a Scheduler on ``db`` (a restart, each time), its tasks registered; every one is
+    shut down at the end (which closes its connection)."""
+    opened: list[Scheduler] = []
+
+    def make(clock: FakeClock = clock, **options: Any) -> Scheduler:
+        options.setdefault("store", SQLiteStore(db))
+        s = Scheduler(clock, **options)
+        s.register("record", calls.record)
+        s.register("fail", calls.fail)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.shutdown()
+
+
+# -- what is stored, and what comes back --------------------------------------------------------
+
+
+WHENS: list[Any] = [
+    At(T0 + timedelta(hours=1)),
+    After(90),
+    After(minutes=2),
+    FixedRate(300),
+    FixedRate(minutes=5, start=T0 + timedelta(minutes=1)),
+    FixedDelay(60, initial_delay=5),
+    Cron("30 9 * * mon-fri", tz="Europe/Berlin"),
+    Cron("0 0 L * *"),
+    Poisson(per_day=300, window=Window("09:00", "17:00", days="mon-fri", tz="Europe/Berlin")),
+]
+
+
+@pytest.mark.parametrize("when", WHENS, ids=repr)
+def test_every_trigger_survives_a_restart(open_scheduler: Opener, when: Any) -> None:
+    s = open_scheduler(rng=random.Random(1))
+    job = s.schedule("record", when, id="j")
+    due = job.next_run_time
+    s.shutdown()
+    again = open_scheduler().get("j")
+    assert again is not None
+    assert again.trigger == when
+    assert again.next_run_time == due
+    assert again.state is JobState.SCHEDULED
+
+
+def test_every_option_and_argument_survives_a_restart(open_scheduler: Opener) -> None:
+    s = open_scheduler(executors={"reports": "inline"})
+    args = [datetime(2026, 1, 2, 3, 4, tzinfo=UTC), Decimal("9.99"), UUID(int=7), date(2026, 1, 2)]
+    kwargs = {"nested": {"when": [1, "two", None]}, "flag": True}
+    retry = ExponentialBackoff(base=2, factor=3, cap=60, max_attempts=4, retry_on=(OSError,))
+    s.schedule(
+        "record",
+        FixedRate(60),
+        args=args,
+        kwargs=kwargs,
+        id="full",
+        name="the full job",
+        priority=-5,
+        retry=retry,
+        misfire=Misfire.RUN_ALL,
+        grace=timedelta(seconds=7),
+        overlap=Overlap.QUEUE,
+        jitter=3,
+        executor="reports",
+        paused=True,
+    )
+    s.shutdown()
+    job = open_scheduler(executors={"reports": "inline"}).get("full")
+    assert job is not None
+    assert job.args == tuple(args) and job.kwargs == kwargs
+    assert (job.name, job.priority, job.state) == ("the full job", -5, JobState.PAUSED)
+    opts = job._opts
+    assert opts.retry == retry
+    assert (opts.misfire, opts.grace_ns, opts.overlap) == (Misfire.RUN_ALL, 7 * 10**9, Overlap.QUEUE)
+    assert (opts.jitter_ns, opts.executor) == (3 * 10**9, "reports")
+
+
+def test_a_fixed_backoff_policy_survives_a_restart(open_scheduler: Opener) -> None:
+    s = open_scheduler()
+    s.schedule("record", 10, id="r", retry=FixedBackoff([1, 5, 30]))
+    s.shutdown()
+    job = open_scheduler().get("r")
+    assert job is not None and job._opts.retry == FixedBackoff([1, 5, 30])
+
+
+def test_jobs_get_and_len_see_stored_jobs_at_once(open_scheduler: Opener) -> None:
+    s = open_scheduler()
+    for i in range(5):
+        s.schedule("record", 60 + i, id=f"j{i}")
+    s.shutdown()
+    t = open_scheduler()
+    assert len(t) == 5
+    assert [j.id for j in t.jobs()] == [f"j{i}" for i in range(5)]
+    assert t.get("j3") is not None and "j4" in t
+
+
+def test_a_restarted_scheduler_runs_the_jobs_at_their_times(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", 30, args=["later"], id="a")
+    s.schedule("record", FixedRate(60), args=["tick"], id="t")
+    s.shutdown()
+    t = open_scheduler()
+    assert t.run_for(130) == 3
+    assert calls.args == [("later",), ("tick",), ("tick",)]
+    assert calls.keys == [
+        "a@2026-03-02T08:00:30+00:00",
+        "t@2026-03-02T08:01:00+00:00",
+        "t@2026-03-02T08:02:00+00:00",
+    ]
+    assert "a" not in t and t.get("t") is not None
+
+
+def test_fire_keys_are_recorded_once_with_their_outcome(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", FixedRate(60), id="t")
+    s.schedule("fail", 30, id="f")
+    s.run_for(150)
+    runs = s.runs()
+    assert [(r.key, r.state, r.attempt) for r in runs] == [
+        ("t@2026-03-02T08:02:00+00:00", "succeeded", 1),
+        ("t@2026-03-02T08:01:00+00:00", "succeeded", 1),
+        ("f@2026-03-02T08:00:30+00:00", "dead", 1),
+    ]
+    assert runs[2].error == "RuntimeError: boom"
+    assert runs[0].worker and runs[0].due == T0 + timedelta(minutes=2)
+    assert [r.key for r in s.runs("t", limit=1)] == ["t@2026-03-02T08:02:00+00:00"]
+    assert [r.key for r in s.runs(state="dead")] == ["f@2026-03-02T08:00:30+00:00"]
+
+
+def test_runs_rejects_bad_arguments(open_scheduler: Opener) -> None:
+    s = open_scheduler()
+    with pytest.raises(InvalidArgument, match="state must be one of queued, running"):
+        s.runs(state="done")
+    with pytest.raises(InvalidArgument, match="limit must be at least 1, got 0"):
+        s.runs(limit=0)
+    with pytest.raises(TypeError, match="job_or_id must be a Job, a job id"):
+        s.runs(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="runs\\(\\) needs a durable store"):
+        Scheduler(FakeClock()).runs()
+
+
+# -- misfire across a restart ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("misfire", "expected"),
+    [
+        (Misfire.RUN_ONCE, ["08:01"]),
+        (Misfire.SKIP, []),
+        (Misfire.RUN_ALL, ["08:01", "08:02", "08:03", "08:04", "08:05"]),
+    ],
+)
+def test_what_fell_due_while_down_follows_the_misfire_policy(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, misfire: Misfire, expected: list[str]
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", Cron("* * * * *"), id="c", misfire=misfire)
+    s.shutdown()
+    later = FakeClock(T0 + timedelta(minutes=5, seconds=30))  # down for five fires
+    t = open_scheduler(clock=later)
+    t.run_pending()
+    assert [k.split("T")[1][:5] for k in calls.keys] == expected
+    t.run_for(60)  # and then on schedule again
+    assert calls.keys[-1] == "c@2026-03-02T08:06:00+00:00"
+
+
+def test_a_one_shot_due_while_down_runs_at_the_restart(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", At(T0 + timedelta(minutes=1)), id="once")
+    s.shutdown()
+    t = open_scheduler(clock=FakeClock(T0 + timedelta(days=2)))
+    assert t.run_pending() == 1
+    assert calls.keys == ["once@2026-03-02T08:01:00+00:00"]
+
+
+def test_an_after_delay_is_kept_as_the_instant_it_names(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", After(600), id="a")
+    s.shutdown()
+    t = open_scheduler(clock=FakeClock(T0 + timedelta(minutes=4)))
+    job = t.get("a")
+    assert job is not None and job.next_run_time == T0 + timedelta(minutes=10)
+    assert t.run_for(5 * 60) == 0
+    assert t.run_for(60) == 1
+
+
+# -- crashes, leases and fencing -------------------------------------------------------------------
+
+
+def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    crashed = open_scheduler(lease=30)
+
+    def die() -> None:
+        raise SystemExit("killed mid-run")  # not the job's outcome: the run stays claimed
+
+    crashed.register("die", die)
+    crashed.schedule("die", 10, id="x")
+    with pytest.raises(SystemExit):
+        crashed.run_for(10)
+    assert [(r.state, r.attempt) for r in crashed.runs()] == [("running", 1)]
+
+    # The restarted process has the task working again.
+    t = open_scheduler(lease=30)
+    t.register("die", calls.record)
+    lost: list[JobLost] = []
+    t.subscribe(lost.append, JobLost)
+    assert t.run_for(10) == 0  # the lease has not run out yet
+    assert t.run_for(21) == 1  # 10 + 30 s after the claim: it has
+    assert calls.keys == ["x@2026-03-02T08:00:10+00:00"]
+    assert [(e.key, e.attempt) for e in lost] == [("x@2026-03-02T08:00:10+00:00", 2)]
+    assert [(r.state, r.attempt) for r in t.runs()] == [("succeeded", 2)]
+    assert "x" not in t
+
+
+def test_a_completion_after_the_lease_was_taken_over_is_refused(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = open_scheduler(lease=30)
+    other_clock = FakeClock(T0)
+    other = open_scheduler(clock=other_clock, lease=30)
+
+    def stall() -> None:
+        # While this worker "stalls", the other one's clock passes the lease and takes over.
+        other_clock.advance(50)
+        other.run_pending()
+        calls.record()
+
+    slow.register("stall", stall)
+    other.register("stall", calls.record)
+    slow.schedule("stall", 10, id="z")
+    with caplog.at_level(logging.WARNING, logger="duetime"):
+        slow.run_for(10)
+    assert "no longer holds it" in caplog.text
+    runs = other.runs()
+    assert [(r.state, r.attempt, r.worker) for r in runs] == [
+        ("succeeded", 2, other.store.worker)  # type: ignore[attr-defined]
+    ]
+    assert len(calls.keys) == 2  # the zombie ran, but only the other worker's outcome counts
+
+
+# -- several schedulers on one file -----------------------------------------------------------------
+
+
+def test_two_schedulers_on_one_file_run_each_fire_once(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    a = open_scheduler()
+    b = open_scheduler()
+    a.schedule("record", FixedRate(60), id="tick")  # both declare the same schedule
+    b.schedule("record", FixedRate(60), id="tick", replace=True)
+    for i in range(20):
+        a.schedule("record", 30 + i, id=f"one-{i}")
+    ran = 0
+    for _ in range(600):  # the two take turns, a second at a time
+        clock.advance(1)
+        ran += a.run_pending() + b.run_pending()
+    assert ran == 30
+    assert sorted(calls.keys) == sorted(set(calls.keys))
+    assert len([k for k in calls.keys if k.startswith("tick@")]) == 10
+
+
+def test_changes_in_one_process_reach_the_other(open_scheduler: Opener, calls: Calls) -> None:
+    a = open_scheduler()
+    b = open_scheduler()
+    a.schedule("record", FixedRate(60), id="t")
+    assert b.get("t") is not None  # added elsewhere: seen at the next look
+    b.pause("t")
+    assert a.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
+    assert a.run_for(300) == 0
+    a.resume("t")
+    b.cancel("t")
+    assert "t" not in a and a.run_for(300) == 0
+    assert calls.keys == []
+
+
+def test_an_id_live_in_another_process_conflicts(open_scheduler: Opener) -> None:
+    a = open_scheduler()
+    b = open_scheduler()
+    a.schedule("record", 60, id="same")
+    with pytest.raises(ConflictingIdError, match="'same' is already scheduled"):
+        b.schedule("record", 60, id="same")
+
+
+# -- backfill ---------------------------------------------------------------------------------------
+
+
+def test_backfill_enqueues_each_missing_fire_once(open_scheduler: Opener, calls: Calls) -> None:
+    s = open_scheduler()
+    s.schedule("record", Cron("0 * * * *"), id="hourly", misfire=Misfire.SKIP)
+    start, end = T0 - timedelta(hours=3), T0
+    keys = s.backfill("hourly", start, end)
+    assert keys == [
+        "hourly@2026-03-02T05:00:00+00:00",
+        "hourly@2026-03-02T06:00:00+00:00",
+        "hourly@2026-03-02T07:00:00+00:00",
+    ]
+    assert s.backfill("hourly", start, end) == []  # idempotent
+    assert s.run_pending() == 3  # backfilled fires run whatever the misfire policy
+    assert calls.keys == keys
+    assert s.backfill("hourly", start - timedelta(hours=1), end) == [
+        "hourly@2026-03-02T04:00:00+00:00"
+    ]
+
+
+def test_backfilled_fires_survive_a_restart_and_are_not_run_twice(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", FixedRate(600), id="r")
+    assert len(s.backfill("r", T0 - timedelta(hours=1), T0)) == 6
+    s.shutdown()
+    t = open_scheduler()
+    u = open_scheduler()
+    assert t.run_pending() + u.run_pending() == 6
+    assert len(set(calls.keys)) == 6
+
+
+def test_backfill_refuses_what_it_cannot_do(open_scheduler: Opener) -> None:
+    s = open_scheduler()
+    s.schedule("record", FixedDelay(60), id="d")
+    with pytest.raises(InvalidArgument, match="no fixed fire times to backfill"):
+        s.backfill("d", T0 - timedelta(hours=1), T0)
+    with pytest.raises(InvalidArgument, match="start must not be after end"):
+        s.backfill("d", T0, T0 - timedelta(hours=1))
+    with pytest.raises(TypeError, match="backfill\\(\\) needs a durable store"):
+        Scheduler(FakeClock()).backfill("x", T0, T0)
+
+
+# -- what cannot be stored --------------------------------------------------------------------------
+
+
+def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
+    open_scheduler: Opener, db: Path
+) -> None:
+    s = open_scheduler()
+    with pytest.raises(InvalidArgument, match="cannot be stored: a durable job names its function"):
+        s.schedule(lambda: None, 10, id="lam")
+    with pytest.raises(InvalidArgument, match=r"args\[0\]"):
+        s.schedule("record", 10, args=[object()], id="obj")
+    with pytest.raises(InvalidArgument, match="limiter cannot be stored"):
+        from duetime import TokenBucket
+
+        s.schedule("record", 10, id="lim", limiter=TokenBucket(1, 1))
+    assert len(s) == 0
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT count(*) FROM duetime_jobs").fetchone() == (0,)
+
+
+def test_a_task_this_process_has_not_registered_stays_pending(
+    db: Path, clock: FakeClock, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = Scheduler(clock, store=SQLiteStore(db))
+    s.register("later", calls.record)
+    s.schedule("later", 10, id="p")
+    s.shutdown()
+    t = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        with caplog.at_level(logging.WARNING, logger="duetime"):
+            assert t.run_for(60) == 0
+        assert "task 'later' is not registered in this process" in caplog.text
+        assert "p" in t
+        t.register("later", calls.record)
+        assert t.run_pending() == 1 and calls.keys == ["p@2026-03-02T08:00:10+00:00"]
+    finally:
+        t.shutdown()
+
+
+def test_a_stored_module_path_is_not_imported_unless_allowed(db: Path, clock: FakeClock) -> None:
+    con = sqlite3.connect(db)
+    s = Scheduler(clock, store=SQLiteStore(db))
+    s.schedule(os.getcwd, 10, id="cwd")  # importable: stored as "posix:getcwd"
+    s.shutdown()
+    t = Scheduler(clock, store=SQLiteStore(db))
+    u = Scheduler(clock, store=SQLiteStore(db), import_tasks=["posix"])
+    try:
+        assert t.run_for(10) == 0  # not registered here, not allowed: pending
+        assert u.run_pending() == 1
+    finally:
+        t.shutdown()
+        u.shutdown()
+        con.close()
+
+
+# -- dead letters -----------------------------------------------------------------------------------
+
+
+def test_dead_letters_persist_and_can_be_retried_after_a_restart(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("fail", 5, id="bad", retry=FixedBackoff([1]))
+    s.run_for(10)
+    assert [f.job.id for f in s.failed()] == ["bad"]
+    s.shutdown()
+    t = open_scheduler()
+    (dead,) = t.failed()
+    assert (dead.job.id, dead.attempts, str(dead.error)) == ("bad", 2, "RuntimeError: boom")
+    assert "RuntimeError: boom" in dead.traceback
+    job = t.retry_failed("bad")
+    assert job.state is JobState.SCHEDULED and not t.failed()
+    t.shutdown()
+    u = open_scheduler()
+    assert not u.failed() and "bad" in u
+
+
+def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls: Calls) -> None:
+    s = open_scheduler()
+    s.schedule("fail", 5, id="r", retry=FixedBackoff([60]))
+    s.run_for(10)
+    assert [(r.state, r.attempt) for r in s.runs()] == [("failed", 1)]
+    s.shutdown()
+    t = open_scheduler()
+    assert t.run_for(30) == 0
+    assert t.run_for(30) == 1  # the retry, at its time
+    assert [(r.state, r.attempt) for r in t.runs()] == [("dead", 2)]
+    assert calls.keys == ["r@2026-03-02T08:00:05+00:00"] * 2
+
+
+# -- batches ------------------------------------------------------------------------------------------
+
+
+def test_a_batch_is_one_transaction(open_scheduler: Opener, db: Path) -> None:
+    s = open_scheduler()
+    with s.batch():
+        for i in range(100):
+            s.schedule("record", 60, id=f"b{i}")
+    assert len(open_scheduler()) == 100
+    with pytest.raises(RuntimeError, match="stop"), s.batch():
+        s.schedule("record", 60, id="half")
+        raise RuntimeError("stop")
+    assert "half" not in s
+    assert "half" not in open_scheduler()
+
+
+# -- faults -----------------------------------------------------------------------------------------
+
+
+def test_a_newer_schema_is_refused(db: Path) -> None:
+    Scheduler(FakeClock(), store=SQLiteStore(db)).shutdown()
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE duetime_meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION + 1,))
+    con.close()
+    with pytest.raises(StoreError, match="newer than this duetime understands.*upgrade duetime"):
+        Scheduler(FakeClock(), store=SQLiteStore(db))
+
+
+def test_a_corrupt_file_is_refused_with_advice(db: Path) -> None:
+    db.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="jobs.db.*corrupt or not a SQLite database"):
+        Scheduler(FakeClock(), store=SQLiteStore(db))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_a_read_only_file_is_refused_with_advice(db: Path) -> None:
+    Scheduler(FakeClock(), store=SQLiteStore(db)).shutdown()
+    db.chmod(0o444)
+    try:
+        with pytest.raises(StoreError, match="read-only"):
+            s = Scheduler(FakeClock(), store=SQLiteStore(db))
+            s.register("record", print)
+            s.schedule("record", 10, id="x")
+    finally:
+        db.chmod(0o644)
+
+
+def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        Scheduler(FakeClock(), store=SQLiteStore(tmp_path / "no" / "jobs.db"))
+
+
+def test_a_locked_file_fails_the_change_and_leaves_nothing_half_done(
+    open_scheduler: Opener, db: Path
+) -> None:
+    s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
+    s.schedule("record", FixedRate(60), id="t")
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="locked.*busy_timeout=0.05"):
+            s.schedule("record", 10, id="new")
+        assert "new" not in s
+        with pytest.raises(StoreError, match="locked"):
+            s.pause("t")
+        assert s.get("t").state is JobState.SCHEDULED  # type: ignore[union-attr]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    s.pause("t")
+    assert s.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
+
+
+def test_a_running_scheduler_survives_a_locked_file(
+    open_scheduler: Opener, db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
+    s.schedule("record", FixedRate(60), id="t")
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert s.run_for(60) == 0  # the claim failed: logged, nothing run, nothing lost
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert s.run_for(60) >= 1
+    assert calls.keys[-1] == "t@2026-03-02T08:02:00+00:00"
+
+
+def test_bad_store_arguments(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike, got 42"):
+        SQLiteStore(42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="poll_interval must be"):
+        SQLiteStore(tmp_path / "x.db", poll_interval=0)
+    with pytest.raises(InvalidArgument, match="lease must not be negative, got -1"):
+        Scheduler(store=SQLiteStore(tmp_path / "x.db"), lease=-1)
+    with pytest.raises(TypeError, match="import_tasks must be a list of module prefixes"):
+        Scheduler(import_tasks="myapp")  # type: ignore[arg-type]
+
+
+# -- real processes -----------------------------------------------------------------------------------
+
+WORKER = str(Path(__file__).with_name("sqlite_worker.py"))
+
+
+def _fill(db: Path, n: int) -> list[str]:
+    """Schedule ``n`` one-shot jobs, due now, into ``db`` (in one batch); their fire keys."""
+    s = Scheduler(store=SQLiteStore(db))
+    s.register("record", print)
+    now = datetime.now(UTC)
+    with s.batch():
+        for i in range(n):
+            s.schedule("record", At(now), id=f"job-{i:04d}")
+    s.shutdown()
+    return [f"job-{i:04d}@{now.isoformat()}" for i in range(n)]
+
+
+def _succeeded(db: Path) -> int:
+    con = sqlite3.connect(db, timeout=5)
+    try:
+        return int(con.execute("SELECT count(*) FROM duetime_runs WHERE state = 'succeeded'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _spawn(db: Path, effects: Path, work: float = 0.0) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, WORKER, str(db), str(effects), str(work)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for p in procs:
+        p.wait(timeout=10)
+
+
+def test_three_processes_run_each_of_300_fires_exactly_once(tmp_path: Path) -> None:
+    db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
+    keys = _fill(db, 300)
+    # 5 ms of work per fire: one process alone would need 1.5 s, so all three take part.
+    procs = [_spawn(db, effects, work=0.005) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 40
+        while _succeeded(db) < 300 and time.monotonic() < deadline:
+            time.sleep(0.05)  # (polling the condition above, bounded by the deadline)
+    finally:
+        _stop(procs)
+    lines = effects.read_text().split("\n")[:-1]
+    ran = [line.split()[0] for line in lines]
+    assert sorted(ran) == sorted(keys)  # each fire once, none lost
+    assert _succeeded(db) == 300
+    assert len({line.split()[1] for line in lines}) >= 2  # the work was shared
+
+
+def test_workers_killed_at_random_lose_no_fire(tmp_path: Path) -> None:
+    db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
+    keys = _fill(db, 300)
+    rng = random.Random(7)
+    procs = [_spawn(db, effects, work=0.05) for _ in range(3)]
+    kills = 0
+    try:
+        deadline = time.monotonic() + 50
+        next_kill = time.monotonic() + rng.uniform(0.2, 0.8)
+        while _succeeded(db) < 300 and time.monotonic() < deadline:
+            if time.monotonic() >= next_kill:
+                i = rng.randrange(3)
+                procs[i].send_signal(signal.SIGKILL)
+                procs[i].wait(timeout=10)
+                kills += 1
+                procs[i] = _spawn(db, effects, work=0.05)
+                next_kill = time.monotonic() + rng.uniform(0.2, 0.8)
+            time.sleep(0.05)
+    finally:
+        _stop(procs)
+    assert _succeeded(db) == 300, f"not all work done after {kills} kills"
+    ran = [line.split()[0] for line in effects.read_text().split("\n")[:-1]]
+    assert set(ran) == set(keys)  # no fire lost
+    assert len(ran) - len(keys) <= kills  # repeats: at most one per kill
+    assert kills >= 3
+
+
+def test_each_kind_of_file_failure_gets_its_own_advice(db: Path) -> None:
+    # (Real read-only and locked files are tested above; root, which CI may be, writes
+    # read-only files, so the read-only wording is checked on the error SQLite raises.)
+    store = SQLiteStore(db, busy_timeout=2)
+    cases = {
+        "attempt to write a readonly database": "the file or its directory is read-only",
+        "database is locked": "longer than busy_timeout=2 seconds",
+        "file is not a database": "corrupt or not a SQLite database",
+        "unable to open database file": "check that the directory exists",
+    }
+    for message, advice in cases.items():
+        err = store._fail("saving jobs", sqlite3.OperationalError(message))
+        assert isinstance(err, StoreError)
+        assert str(err).startswith(f"store {str(db)!r}: saving jobs failed ({message}); ")
+        assert advice in str(err)
