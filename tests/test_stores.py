@@ -23,6 +23,7 @@ from duetime.stores import JobStore, MemoryStore
 from duetime.stores.sqlite import SQLiteStore
 from duetime.stores.timebase import from_utc, to_utc
 
+
 def sqlite_store() -> SQLiteStore:
     return SQLiteStore(":memory:")
 
@@ -200,11 +201,13 @@ def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
 
 
 def test_only_stores_are_stores() -> None:
-    with pytest.raises(TypeError, match="store must be a MemoryStore, a SQLiteStore or a store URL"):
+    with pytest.raises(
+        TypeError, match="store must be a MemoryStore, a SQLiteStore or a store URL"
+    ):
         Scheduler(store=42)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="names PostgreSQL, which this version"):
         Scheduler(store="postgresql://app@db/app")
-    with pytest.raises(InvalidArgument, match="store must look like 'sqlite:///jobs.db'"):
+    with pytest.raises(InvalidArgument, match=r"store must look like 'sqlite:///jobs\.db'"):
         Scheduler(store="sqlite://jobs.db")
     with pytest.raises(InvalidArgument, match="store must be a store object or a URL"):
         Scheduler(store="jobs.db")

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from duetime.errors import InvalidArgument, StoredError
 from duetime.job import (
     _QUEUED,
     DEFAULT_OPTIONS,
@@ -27,7 +28,6 @@ from duetime.job import (
     Overlap,
     Side,
 )
-from duetime.errors import InvalidArgument, StoredError
 from duetime.recurrence import MONOTONIC
 from duetime.stores import codec
 from duetime.stores.records import JobRow
@@ -217,4 +217,3 @@ def apply_row(
         x.catchup = row.catchup
     if row.attempt > 1 or (job._x is not None and job._x.attempt is not None):
         job._extras().attempt = row.attempt
-

@@ -326,10 +326,10 @@ class Side:
         # The fire key, when it is not the regular occurrence's (``job_id@due``): a
         # ``trigger()`` run's own key, or the key a retry continues. None: derived from base.
         self.key = key
-        # A durable store has already given this process the run (a lost run taken over).
-        self.claimed = False
-
-
+        # With a durable store: 1 if the store has given this process the run already (a
+        # lost run taken over), 2 if the fire is recorded as queued in the store's runs
+        # (backfill) rather than in the job's row; 0 otherwise.
+        self.claimed = 0
 
 
 class _Extras:

@@ -48,8 +48,8 @@ from types import AsyncGeneratorType, CoroutineType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import _durable, _foreign, policy
-from duetime._durable import MissingTask
 from duetime._aiorunner import AsyncRunner
+from duetime._durable import MissingTask
 from duetime._engine import Engine
 from duetime._timers import (
     DUE_SHIFT,
@@ -73,8 +73,8 @@ from duetime.errors import (
     InvalidArgument,
     JobLookupError,
     SchedulerShutdownError,
-    StoreError,
     StoredError,
+    StoreError,
 )
 from duetime.events import (
     Event,
@@ -111,9 +111,9 @@ from duetime.job import (
     new_job,
 )
 from duetime.job import Side as _Side
+from duetime.poisson import Poisson
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.poisson import Poisson
 from duetime.recurrence import MONOTONIC, WALL, After, At, Env, FixedRate, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike
@@ -253,8 +253,6 @@ def _store_from_url(url: str) -> MemoryStore:
 
 # Classes already known to implement Recurrence (see _recurrence).
 _RECURRENCE_TYPES: set[type] = set()
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,7 +619,7 @@ class Scheduler:
             )
         trigger, first = self._when(when)
         if self._durable:
-            ref, args_json = self._check_storable(func, trigger, args, kwargs, id, limiter)
+            ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -1469,9 +1467,7 @@ class Scheduler:
                 return None
         if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
             # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
-            blocked = (
-                key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
-            )
+            blocked = key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
             blocked.reserved = True
             self._hold_side(blocked, _BLOCKED)
             self._settle(job)
@@ -2174,7 +2170,7 @@ class Scheduler:
             )
             outcome = "failed"
         if outcome == "won":
-            return (*occ[:6], fire)  # type: ignore[return-value]
+            return (*occ[:6], fire)
         job._running -= 1
         self._running_total -= 1
         if outcome == "failed":
@@ -2206,7 +2202,9 @@ class Scheduler:
         assert fire is not None
         if error is None:
             state = "succeeded"
-        elif any(s.key == fire and s.attempt == occ[3] + 1 for s in job._sides or () if s not in before):
+        elif any(
+            s.key == fire and s.attempt == occ[3] + 1 for s in job._sides or () if s not in before
+        ):
             state = "failed"
         else:
             state = "dead"
@@ -2291,10 +2289,10 @@ class Scheduler:
                     fires.append(t)
                     t += step
             elif trig.timebase == WALL and trig.recurring and not isinstance(trig, Poisson):
-                t = trig.next(lo - 1, self._env)
-                while t is not None and t < hi and len(fires) <= _BACKFILL_LIMIT:
-                    fires.append(t)
-                    t = trig.next(t, self._env)
+                nxt = trig.next(lo - 1, self._env)
+                while nxt is not None and nxt < hi and len(fires) <= _BACKFILL_LIMIT:
+                    fires.append(nxt)
+                    nxt = trig.next(nxt, self._env)
             else:
                 raise InvalidArgument(
                     f"job {job.id!r} has no fixed fire times to backfill: its trigger is "

@@ -317,7 +317,9 @@ class SQLiteStore(MemoryStore):
             raise
 
     def _rev(self, db: sqlite3.Connection) -> int:
-        cur = db.execute("UPDATE duetime_meta SET value = value + 1 WHERE key = 'rev' RETURNING value")
+        cur = db.execute(
+            "UPDATE duetime_meta SET value = value + 1 WHERE key = 'rev' RETURNING value"
+        )
         rev: int = cur.fetchone()[0]
         return rev
 
@@ -355,7 +357,7 @@ class SQLiteStore(MemoryStore):
         self._db = db
         try:
             try:
-                db.execute("PRAGMA busy_timeout = %d" % int(self.busy_timeout * 1000))
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
                 mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 db.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.Error as exc:
@@ -580,7 +582,9 @@ class SQLiteStore(MemoryStore):
             self._mine[row.id] = rev
         return "won" if won else "done"
 
-    def take_over(self, key: str, old_worker: str | None, attempt: int, now: int, lease_ns: int) -> bool:
+    def take_over(
+        self, key: str, old_worker: str | None, attempt: int, now: int, lease_ns: int
+    ) -> bool:
         """Take an expired run from its worker, raising its attempt. Returns whether this
         process now holds it."""
         with self._tx("taking over a run") as db:
@@ -658,9 +662,9 @@ class SQLiteStore(MemoryStore):
             "reading queued runs",
             "SELECT key, job_id, due FROM duetime_runs WHERE state = 'queued' ORDER BY due",
         )
-        found = [tuple(r) for r in rows if r[0] not in self._known_queued]
-        self._known_queued.update(r[0] for r in found)
-        return found  # type: ignore[return-value]
+        found = [(k, j, d) for k, j, d in rows if k not in self._known_queued]
+        self._known_queued.update(k for k, _, _ in found)
+        return found
 
     def enqueue(self, job_id: str, fires: Sequence[tuple[str, int]]) -> list[str]:
         """Record fires ``(key, due)`` of a job as queued, skipping keys recorded already.
