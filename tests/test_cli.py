@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
+from duetime import FakeClock, FixedRate, Scheduler, SQLiteStore
 from duetime.__main__ import main
 
 
@@ -25,6 +28,77 @@ def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> N
     assert "cancelled 'upsell'" in out
     assert "rescheduled 'trial-warn' from 09:00 to 11:30 CET" in out
     assert "11:30 CET  trial_warning" in out and "upsell_email" not in out.split("cancelled")[1]
+
+
+def test_demo_shows_jobs_surviving_a_restart(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out.split("Durable:")[1]
+    assert "stops at 08:30 with 3 jobs stored" in out
+    assert "restarted: 3 jobs back: trial, sync, report" in out
+    after = out.split("restarted")[1]
+    assert "11:10  trial warning for a@example.com (due 09:00)" in after
+    assert after.count("sync (once for a gap)") == 1  # RUN_ONCE: one run for the gap
+    for hour in ("09", "10", "11"):  # RUN_ALL: every missed hour
+        assert f"11:10  hourly report (every missed hour) (due {hour}:00)" in after
+    assert "6 runs recorded, each under its fire key, e.g. sync@2026-03-04T07:30:00+00:00" in out
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    """A store with two jobs (a fixed-rate tick and a one-shot that has failed for good)."""
+    clock = FakeClock(datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc))
+    s = Scheduler(clock, store=SQLiteStore(tmp_path / "jobs.db"))
+    s.register("ok", print)
+    s.register("bad", int)
+    s.schedule("ok", FixedRate(60), args=["tick"], id="tick")
+    s.schedule("bad", 10, args=["not a number"], id="broken")
+    s.run_for(30)
+    s.shutdown()
+    return f"sqlite:///{tmp_path / 'jobs.db'}"
+
+
+def test_jobs_and_runs_print_tables(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["jobs", "--store", store_url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["ID", "NAME", "STATE", "NEXT", "RUN", "(UTC)", "TRIGGER"]
+    assert out[1].split()[:5] == ["tick", "ok", "scheduled", "2026-03-02", "08:01:00"]
+    assert out[-1] == "1 job(s)"
+    assert main(["runs", "--store", store_url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:3] == ["broken@2026-03-02T08:00:10+00:00", "dead", "1"]
+    assert "ValueError: invalid literal for int()" in out[1]
+    assert main(["runs", "--store", store_url, "--state", "succeeded"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "0 run(s)"
+
+
+def test_store_commands_change_the_store(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["pause", "tick", "--store", store_url]) == 0
+    assert capsys.readouterr().out == "paused tick\n"
+    main(["jobs", "--store", store_url, "--state", "paused"])
+    assert "tick" in capsys.readouterr().out
+    assert main(["resume", "tick", "--store", store_url]) == 0
+    assert main(["retry", "broken", "--store", store_url]) == 0
+    assert main(["trigger", "tick", "--store", store_url]) == 0
+    assert main(["cancel", "tick", "--store", store_url]) == 0
+    capsys.readouterr()
+    main(["jobs", "--store", store_url])
+    out = capsys.readouterr().out
+    assert "broken" in out and "tick" not in out
+
+
+def test_store_commands_report_bad_ids_and_stores(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cancel", "nope", "--store", store_url]) == 1
+    assert capsys.readouterr().err == "python -m duetime cancel: no job with id 'nope'\n"
+    assert main(["jobs", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
+    assert "which does not exist" in capsys.readouterr().err
+    assert main(["jobs", "--store", "postgresql://db/app"]) == 2
+    assert "names PostgreSQL" in capsys.readouterr().err
+    assert main(["runs", "--store", store_url, "-n", "0"]) == 2
+    assert "-n must be between 1 and" in capsys.readouterr().err
 
 
 def test_cron_command_marks_dst(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,21 +1,30 @@
-"""The command line: ``python -m duetime demo`` and ``python -m duetime cron EXPR``.
+"""The command line: ``python -m duetime demo``, ``python -m duetime cron EXPR``, and the
+commands that read and change a durable store: ``jobs``, ``runs``, ``cancel``, ``pause``,
+``resume``, ``trigger`` and ``retry`` (each with ``--store URL``).
 
-Every bad argument ends in one line on stderr and exit status 2, never a traceback.
+Every bad argument ends in one line on stderr and exit status 2, never a traceback; an unknown
+job id or a store that cannot be opened, in one line and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
+from pathlib import Path
 from typing import NoReturn
 
 from duetime._validate import zone
 from duetime.clock import FakeClock, SystemClock
 from duetime.cron import Cron, Transition, fire_times, transitions
-from duetime.errors import InvalidArgument
+from duetime.errors import DuetimeError, InvalidArgument, JobLookupError
+from duetime.job import Misfire, current_run
+from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
+from duetime.stores.records import RUN_STATES
+from duetime.stores.sqlite import SQLiteStore
 
 
 def demo() -> int:
@@ -46,7 +55,45 @@ def demo() -> int:
     s.schedule(job, "*/30 12-13 * * *", args=("every half hour, 12-13h",), id="cron")
     ran = s.run_until(tomorrow.replace(hour=14))
     print(f"  -> {ran} jobs ran; still scheduled: {[j.id for j in s.jobs()]}")
+    with tempfile.TemporaryDirectory() as folder:
+        durable_demo(Path(folder) / "jobs.db", tz)
     return 0
+
+
+def durable_demo(path: Path, tz: tzinfo) -> None:
+    """Schedule into a SQLite file, stop, be down for a while, start again: the jobs come back
+    and what fell due meanwhile follows each job's misfire policy."""
+    start = datetime(2026, 3, 4, 8, 0, tzinfo=tz)
+    clock = FakeClock(start=start)
+
+    def note(name: str) -> None:
+        run = current_run()
+        due = "" if run is None else f" (due {run.scheduled_time.astimezone(tz):%H:%M})"
+        print(f"  {clock.now().astimezone(tz):%H:%M}  {name}{due}")
+
+    print(f"\nDurable: jobs in a SQLite file ({path.name}), surviving a restart:")
+    s = Scheduler(clock=clock, tz=tz, store=SQLiteStore(path))
+    s.register("note", note)
+    s.schedule("note", start.replace(hour=9), args=("trial warning for a@example.com",), id="trial")
+    s.schedule("note", FixedRate(minutes=30), args=("sync (once for a gap)",), id="sync")
+    s.schedule(
+        "note",
+        "0 * * * *",
+        args=("hourly report (every missed hour)",),
+        id="report",
+        misfire=Misfire.RUN_ALL,
+    )
+    s.run_until(start.replace(minute=30))
+    s.shutdown()
+    print(f"  the process stops at 08:30 with {len(s)} jobs stored; it is down until 11:10")
+    clock.set(start.replace(hour=11, minute=10))
+    s = Scheduler(clock=clock, tz=tz, store=SQLiteStore(path))
+    s.register("note", note)
+    print(f"  restarted: {len(s)} jobs back: {', '.join(j.id for j in s.jobs())}")
+    s.run_until(start.replace(hour=11, minute=10))
+    runs = s.runs(limit=1000)
+    print(f"  -> {len(runs)} runs recorded, each under its fire key, e.g. {runs[-1].key}")
+    s.shutdown()
 
 
 _KINDS = """\
@@ -192,6 +239,81 @@ def _hhmm(offset: timedelta) -> str:
     return f"UTC{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Rows as columns padded to their widest cell."""
+    cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    )
+
+
+def _when(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _open(url: str) -> Scheduler:
+    """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
+    if url.startswith("sqlite:///") and url != "sqlite:///":
+        path = Path(url[len("sqlite:///") :])
+        if not path.exists():
+            raise _Usage(f"--store names {str(path)!r}, which does not exist")
+    try:
+        return Scheduler(store=url)
+    except InvalidArgument as exc:
+        raise _Usage(f"--store: {exc}") from exc
+
+
+def jobs(url: str, state: str | None) -> int:
+    """Print the store's live jobs as a table."""
+    s = _open(url)
+    try:
+        found = [j for j in s.jobs() if state is None or j.state.value == state]
+        rows = [
+            (j.id, j.name, j.state.value, _when(j.next_run_time), repr(j.trigger)) for j in found
+        ]
+        print(_table(("ID", "NAME", "STATE", "NEXT RUN (UTC)", "TRIGGER"), rows))
+        print(f"{len(found)} job(s)")
+    finally:
+        s.shutdown()
+    return 0
+
+
+def runs(url: str, job: str | None, state: str | None, count: int) -> int:
+    """Print the store's run records as a table, newest first."""
+    s = _open(url)
+    try:
+        found = s.runs(job, state=state, limit=count)
+        rows = [
+            (r.key, r.state, r.attempt, _when(r.started), _when(r.finished), r.worker, r.error)
+            for r in found
+        ]
+        print(_table(("KEY", "STATE", "ATTEMPT", "STARTED", "FINISHED", "WORKER", "ERROR"), rows))
+        print(f"{len(found)} run(s)")
+    finally:
+        s.shutdown()
+    return 0
+
+
+def change(url: str, action: str, id: str) -> int:
+    """Cancel, pause, resume, trigger or retry one job of a store."""
+    s = _open(url)
+    try:
+        if action == "cancel":
+            if not s.cancel(id):
+                raise JobLookupError(id)
+        elif action == "retry":
+            s.retry_failed(id)
+        else:
+            getattr(s, action)(id)
+    finally:
+        s.shutdown()
+    done = {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}
+    what = done.get(action, "queued a run of" if action == "trigger" else "queued again")
+    print(f"{what} {id}")
+    return 0
+
+
 def _parser() -> _Parser:
     parser = _Parser(
         prog="python -m duetime",
@@ -223,6 +345,33 @@ def _parser() -> _Parser:
         help="ISO date or date-time to start after, read in --tz if it has no offset "
         "(default: now)",
     )
+    store_help = "the store: sqlite:///relative.db or sqlite:////absolute/path.db"
+    p_jobs = sub.add_parser(
+        "jobs", help="list a store's jobs", description="List the live jobs of a durable store."
+    )
+    p_jobs.add_argument("--store", required=True, help=store_help)
+    p_jobs.add_argument(
+        "--state", choices=["scheduled", "running", "paused"], help="only jobs in this state"
+    )
+    p_runs = sub.add_parser(
+        "runs",
+        help="list a store's recorded runs",
+        description="List the runs a durable store recorded, newest first.",
+    )
+    p_runs.add_argument("--store", required=True, help=store_help)
+    p_runs.add_argument("--job", help="only this job's runs")
+    p_runs.add_argument("--state", choices=RUN_STATES, help="only runs in this state")
+    p_runs.add_argument("-n", type=int, default=50, help="how many at most (default 50)")
+    for action, text in (
+        ("cancel", "cancel a job"),
+        ("pause", "pause a job"),
+        ("resume", "resume a paused job"),
+        ("trigger", "queue one extra run of a job now (a worker runs it)"),
+        ("retry", "queue a dead job (a dead letter) again"),
+    ):
+        p = sub.add_parser(action, help=text, description=f"{text[0].upper()}{text[1:]}.")
+        p.add_argument("id", help="the job's id")
+        p.add_argument("--store", required=True, help=store_help)
     return parser
 
 
@@ -233,11 +382,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command == "demo":
             return demo()
-        return cron(args.expr, args.tz, args.n, args.start)
+        if args.command == "cron":
+            return cron(args.expr, args.tz, args.n, args.start)
+        if args.command == "jobs":
+            return jobs(args.store, args.state)
+        if args.command == "runs":
+            if not 1 <= args.n <= _MAX_COUNT:
+                raise _Usage(f"-n must be between 1 and {_MAX_COUNT}, got {args.n}")
+            return runs(args.store, args.job, args.state, args.n)
+        return change(args.store, args.command, args.id)
     except _Usage as exc:
         command = f"{parser.prog} {args.command}" if "args" in locals() else parser.prog
         print(f"{command}: error: {exc} (see --help)", file=sys.stderr)
         return 2
+    except DuetimeError as exc:
+        print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -44,10 +44,9 @@ class MissingTask:
     after ``register``, runs it).
     """
 
-    __slots__ = ("task",)
-
     def __init__(self, task: str) -> None:
         self.task = task
+        self.__qualname__ = task  # what Job.name shows: the task's name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"task {self.task!r} is not registered in this process")

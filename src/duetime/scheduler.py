@@ -1225,8 +1225,13 @@ class Scheduler:
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             side = _Side(job, wall, WALL, 1, key=self._trigger_key(job, wall))
-            if self._runner is not None or job._state is JobState.PAUSED:
-                self._queue_side(side, mono)  # the runner (or resume) takes it from the queue
+            if (
+                self._runner is not None
+                or job._state is JobState.PAUSED
+                or (self._durable and type(job.func) is MissingTask)
+            ):
+                # The runner (or resume, or a process that has the task) takes it from there.
+                self._queue_side(side, mono)
                 if self._durable:
                     self._save(job)
                 return
@@ -1264,7 +1269,8 @@ class Scheduler:
             if self._durable:
                 self._sync_locked(full=False)
             wall = self._clock.time_ns()
-            mono = self._clock.monotonic_ns()
+            # (Durable: one axis, so one reading; two would differ by the time between them.)
+            mono = wall if self._durable else self._clock.monotonic_ns()
             head = self._store.head(wall, mono)
             if head is None:
                 return None
@@ -1275,7 +1281,10 @@ class Scheduler:
             return None
         best = None
         if job._due is not None:
-            best = job._due if _timebase(job._trigger) == MONOTONIC else job._due - wall + mono
+            if _timebase(job._trigger) == MONOTONIC or self._durable:
+                best = job._due
+            else:
+                best = job._due - wall + mono
         for side in job._sides or ():
             if side.due is not None and (best is None or side.due < best):
                 best = side.due
@@ -1304,7 +1313,8 @@ class Scheduler:
     def _to_datetime(
         self, ns: int, timebase: int, wall: int | None = None, mono: int | None = None
     ) -> datetime:
-        if timebase == MONOTONIC:
+        if timebase == MONOTONIC and not self._durable:
+            # (With a durable store both timebases are the wall clock: WallAxis.)
             if wall is None or mono is None:
                 wall = self._clock.time_ns()
                 mono = self._clock.monotonic_ns()
