@@ -32,7 +32,15 @@ from duetime.recurrence import MONOTONIC
 from duetime.stores import codec
 from duetime.stores.records import JobRow
 
-__all__ = ["MissingTask", "apply_row", "error_text", "job_row", "parse_error", "sides_of"]
+__all__ = [
+    "MissingTask",
+    "apply_row",
+    "error_text",
+    "job_row",
+    "parse_error",
+    "sides_of",
+    "trigger_json",
+]
 
 _STATES = {state.value: state for state in JobState}
 
@@ -87,6 +95,27 @@ def _options(opts: JobOptions) -> str:
     )
 
 
+# Recurrences are immutable values: many jobs share one, and a row is rewritten at every
+# change, so each is encoded once. (Bounded: cleared when it grows past this.)
+_TRIGGERS: dict[Any, str] = {}
+_TRIGGERS_MAX = 4096
+
+
+def trigger_json(trigger: Any) -> str:
+    """A recurrence as a JSON document (``codec.encode_trigger``), cached by value."""
+    try:
+        return _TRIGGERS[trigger]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: a user's own class, which encode_trigger refuses below
+        return json.dumps(codec.encode_trigger(trigger), separators=(",", ":"))
+    text = json.dumps(codec.encode_trigger(trigger), separators=(",", ":"))
+    if len(_TRIGGERS) >= _TRIGGERS_MAX:
+        _TRIGGERS.clear()
+    _TRIGGERS[trigger] = text
+    return text
+
+
 def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
     """``job`` as a row. ``task`` is its function's reference; ``args`` its arguments as JSON if
     the caller has them already.
@@ -108,7 +137,7 @@ def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
         name=x.name if x is not None else None,
         task=task,
         args=codec.dumps_args(job.args, job.kwargs) if args is None else args,
-        trigger=json.dumps(codec.encode_trigger(job.trigger), separators=(",", ":")),
+        trigger=trigger_json(job.trigger),
         retry=None
         if opts.retry is None
         else json.dumps(codec.encode_retry(opts.retry), separators=(",", ":")),

@@ -658,7 +658,8 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if self._durable:
+            if self._durable and not self._store._batch:  # type: ignore[attr-defined]
+                # (Inside a batch this process holds the write lock: nobody else can change.)
                 self._sync_locked(full=False)
             existing = None if id is None else self._store.get(id)
             if existing is not None:
@@ -1900,7 +1901,7 @@ class Scheduler:
         ref = codec.task_reference(func, self._tasks)
         args_json = codec.dumps_args(args, kwargs)
         if type(trigger) is not float and type(trigger) is not int:
-            codec.encode_trigger(At(trigger) if type(trigger) is datetime else trigger)
+            _durable.trigger_json(At(trigger) if type(trigger) is datetime else trigger)
         if limiter is not None:
             raise InvalidArgument(
                 f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "

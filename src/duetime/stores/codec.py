@@ -108,6 +108,9 @@ def _decode(value: Any) -> Any:
     return value
 
 
+_NO_ARGS = '{"args":[],"kwargs":{}}'
+
+
 def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | None) -> str:
     """A job's arguments as a JSON document.
 
@@ -117,6 +120,8 @@ def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | No
         InvalidArgument: An argument JSON cannot carry; the message names it (``args[1]``,
             ``kwargs['when']``).
     """
+    if not args and not kwargs:
+        return _NO_ARGS
     doc = {
         "args": [_encode(v, f"args[{i}]") for i, v in enumerate(args)],
         "kwargs": {k: _encode(v, f"kwargs[{k!r}]") for k, v in (kwargs or {}).items()},

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from duetime._validate import NS_PER_SECOND, duration_ns, ns_to_datetime
-from duetime.errors import InvalidArgument, StoreError
+from duetime.errors import ConflictingIdError, InvalidArgument, StoreError
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
@@ -216,6 +216,8 @@ class SQLiteStore(MemoryStore):
     __slots__ = (
         "_batch",
         "_db",
+        "_pending",
+        "_pending_now",
         "_known_queued",
         "_mine",
         "_seen",
@@ -250,6 +252,8 @@ class SQLiteStore(MemoryStore):
         self._version = -1  # PRAGMA data_version when last looked
         self._mine: dict[str, int] = {}  # job id -> the rev this process last wrote
         self._batch = 0  # depth of open batch() blocks
+        self._pending: list[JobRow] = []  # new jobs' rows a batch writes at its end
+        self._pending_now = 0
         self._known_queued: set[str] = set()  # queued run keys this process has taken in
 
     def __repr__(self) -> str:
@@ -488,7 +492,17 @@ class SQLiteStore(MemoryStore):
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert rows of new jobs; returns the ids that are taken by live jobs already (then
-        nothing is written)."""
+        nothing is written).
+
+        Inside a ``batch()`` the rows are kept and written, with one check of their ids, when
+        the batch ends (a taken id then fails the whole batch)."""
+        if self._batch:
+            self._pending.extend(rows)
+            self._pending_now = now
+            return []
+        return self._insert_now(rows, now)
+
+    def _insert_now(self, rows: Sequence[JobRow], now: int) -> list[str]:
         with self._tx("saving jobs") as db:
             ids = [row.id for row in rows]
             taken: list[str] = []
@@ -527,8 +541,14 @@ class SQLiteStore(MemoryStore):
             self._batch = 1
             try:
                 yield
+                pending, self._pending = self._pending, []
+                if pending:
+                    taken = self._insert_now(pending, self._pending_now)
+                    if taken:
+                        raise ConflictingIdError(taken[0])
             finally:
                 self._batch = 0
+                self._pending = []
 
     # -- runs -------------------------------------------------------------------------------------
 
@@ -550,18 +570,15 @@ class SQLiteStore(MemoryStore):
         or holds the run; nothing was written) or ``"done"`` (the row moved on but the fire's
         key had run or is running already: skip it).
         """
+        # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
+        # guarded row update for a regular fire, the run's claim for a side occurrence.
         with self._tx("claiming a run") as db:
-            db.execute("SAVEPOINT claim")
             rev = self._rev(db)
-            if row is not None:
+            if row is not None and guard is not None:
                 values = _job_values(row, rev, now)
-                if guard is not None:
-                    cur = db.execute(_ADVANCE_JOB, (*values[1:], row.id, guard))
-                    if cur.rowcount == 0:
-                        db.execute("ROLLBACK TO claim")
-                        return "lost"
-                else:
-                    db.execute(_UPSERT_JOB, values)
+                cur = db.execute(_ADVANCE_JOB, (*values[1:], row.id, guard))
+                if cur.rowcount == 0:
+                    return "lost"
             if attempt > 1:
                 cur = db.execute(
                     _CLAIM_RETRY, (attempt, self.worker, now + lease_ns, now, key, attempt - 1)
@@ -575,8 +592,9 @@ class SQLiteStore(MemoryStore):
                     is not None
                 )
             if not won and guard is None:
-                db.execute("ROLLBACK TO claim")
                 return "lost"
+            if row is not None and guard is None:
+                db.execute(_UPSERT_JOB, _job_values(row, rev, now))
         if row is not None:
             row.rev = rev
             self._mine[row.id] = rev
