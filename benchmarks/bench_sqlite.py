@@ -230,7 +230,9 @@ def main() -> None:
             b = statistics.median(
                 bare_schedule(fresh(folder, "b.db"), n_schedule, batch) for _ in range(repeat)
             )
-            print(f"  {label:22} duetime {d:10.0f}/s   bare sqlite3 {b:10.0f}/s   ratio {b / d:5.2f}x")
+            print(
+                f"  {label:22} duetime {d:10.0f}/s   bare sqlite3 {b:10.0f}/s   ratio {b / d:5.2f}x"
+            )
 
         print(f"\n2. claim + run + complete of {n_run} no-op jobs (runs/s)")
         for procs in (1, 2):
@@ -242,7 +244,9 @@ def main() -> None:
             )
 
         elapsed, mib, per_job = open_large(folder, n_large)
-        print(f"\n3. opening a file of {n_large} jobs: {elapsed:.2f} s, {mib:.1f} MiB ({per_job:.0f} B/job)")
+        print(
+            f"\n3. opening a file of {n_large} jobs: {elapsed:.2f} s, {mib:.1f} MiB ({per_job:.0f} B/job)"
+        )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta, timezone
@@ -23,6 +24,9 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from duetime import (
     After,
@@ -730,3 +734,98 @@ def test_each_kind_of_file_failure_gets_its_own_advice(db: Path) -> None:
         assert isinstance(err, StoreError)
         assert str(err).startswith(f"store {str(db)!r}: saving jobs failed ({message}); ")
         assert advice in str(err)
+
+
+# -- a state machine: random changes and restarts against a model ------------------------------------
+
+
+class RestartModel(RuleBasedStateMachine):
+    """Schedule, cancel, reschedule, pause, resume, run and restart at random; after every step
+    the scheduler's jobs and next run times equal a plain model's, restarts included."""
+
+    ids = Bundle("ids")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.TemporaryDirectory()
+        self.path = Path(self.folder.name) / "jobs.db"
+        self.clock = FakeClock(T0)
+        self.ran: list[str] = []
+        self.s = self._open()
+        self.now = 0  # seconds since T0
+        # id -> [next due (seconds since T0), period (None: one-shot), paused]
+        self.model: dict[str, list[Any]] = {}
+        self.counter = 0
+
+    def _open(self) -> Scheduler:
+        s = Scheduler(self.clock, store=SQLiteStore(self.path))
+        s.register("record", self.ran.append)
+        return s
+
+    @rule(target=ids, delay=st.integers(1, 500), period=st.sampled_from([None, 30, 60, 600]))
+    def schedule(self, delay: int, period: int | None) -> str:
+        self.counter += 1
+        id = f"j{self.counter}"
+        when = At(T0 + timedelta(seconds=self.now + delay)) if period is None else FixedRate(period)
+        self.s.schedule("record", when, args=[id], id=id)
+        self.model[id] = [self.now + (delay if period is None else period), period, False]
+        return id
+
+    @rule(id=ids)
+    def cancel(self, id: str) -> None:
+        assert self.s.cancel(id) == (id in self.model)
+        self.model.pop(id, None)
+
+    @rule(id=ids, delay=st.integers(1, 500))
+    def reschedule(self, id: str, delay: int) -> None:
+        if id not in self.model:
+            return
+        self.s.reschedule(id, At(T0 + timedelta(seconds=self.now + delay)))
+        self.model[id][:2] = [self.now + delay, None]
+
+    @rule(id=ids)
+    def pause(self, id: str) -> None:
+        if id in self.model:
+            self.s.pause(id)
+            self.model[id][2] = True
+
+    @rule(id=ids)
+    def resume(self, id: str) -> None:
+        if id in self.model:
+            self.s.resume(id)
+            self.model[id][2] = False
+
+    @rule(seconds=st.integers(1, 400))
+    def run(self, seconds: int) -> None:
+        self.s.run_for(seconds)
+        self.now += seconds
+        for id, entry in list(self.model.items()):
+            due, period, paused = entry
+            if paused or due > self.now:
+                continue
+            if period is None:
+                del self.model[id]
+            else:
+                entry[0] = due + ((self.now - due) // period + 1) * period
+
+    @rule()
+    def restart(self) -> None:
+        self.s.shutdown()
+        self.s = self._open()
+
+    @invariant()
+    def jobs_match_the_model(self) -> None:
+        seen = {j.id: (j.next_run_time, j.state is JobState.PAUSED) for j in self.s.jobs()}
+        expected = {
+            id: (None if paused else T0 + timedelta(seconds=due), paused)
+            for id, (due, _, paused) in self.model.items()
+        }
+        assert seen == expected
+
+    def teardown(self) -> None:
+        self.s.shutdown()
+        self.folder.cleanup()
+
+
+TestRestartModel = RestartModel.TestCase
+TestRestartModel.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)

@@ -216,10 +216,10 @@ class SQLiteStore(MemoryStore):
     __slots__ = (
         "_batch",
         "_db",
-        "_pending",
-        "_pending_now",
         "_known_queued",
         "_mine",
+        "_pending",
+        "_pending_now",
         "_seen",
         "_version",
         "busy_timeout",
