@@ -20,6 +20,7 @@ from duetime import FakeClock, InvalidArgument, JobState, Scheduler
 from duetime.job import Job, new_job
 from duetime.recurrence import MONOTONIC, WALL
 from duetime.stores import JobStore, MemoryStore
+from duetime.stores.base import DurableStore
 from duetime.stores.sqlite import SQLiteStore
 from duetime.stores.timebase import from_utc, to_utc
 
@@ -198,6 +199,12 @@ def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     with pytest.raises(InvalidArgument, match="store must not be in use"):
         Scheduler(store=store)
     assert store.count() == 1
+
+
+def test_the_sqlite_store_is_a_durable_store() -> None:
+    store = SQLiteStore(":memory:")
+    assert isinstance(store, DurableStore) and store.durable
+    assert not isinstance(MemoryStore(), DurableStore)
 
 
 def test_only_stores_are_stores() -> None:

@@ -4,8 +4,8 @@ The Scheduler decides *what* changes (the rules in ``duetime.policy``, the recur
 retries); the store records it and answers what is due. Changes to the set of live jobs, their
 queued occurrences, the dead letters and the starts waiting for a ``max_concurrent`` slot go
 through these methods, which the Scheduler calls with its lock held, except in five hot spots
-that use ``MemoryStore``'s own structures (see ``duetime.stores.memory``); a durable store will
-make the Scheduler take the general path there.
+that use ``MemoryStore``'s own structures (see ``duetime.stores.memory``). ``DurableStore`` adds
+the SQL side: whole-row writes, claims under a lease, fenced outcomes, polling, run records.
 
 Occurrences are identified by their *key*: a ``Job`` for its regular occurrence, or the
 Scheduler's side-occurrence object for a retry, a rate-limited deferral, a held-back run or a
@@ -14,21 +14,21 @@ integer nanoseconds of the occurrence's timebase (``WALL``: epoch; ``MONOTONIC``
 elapsed time). ``head`` and ``take`` answer in packed entries (``duetime._timers``), whose order
 is ``(due, priority, insertion)``.
 
-This is the protocol as the in-process Scheduler uses it today; ``MemoryStore`` implements it and
-tests/test_stores.py is its conformance suite, written against the protocol so that the next
-store runs it too.
-docs/decisions.md says what durable stores add (claims with leases, one transaction per change,
-the translation of monotonic times to UTC in ``duetime.stores.timebase``).
+``MemoryStore`` and ``SQLiteStore`` implement ``JobStore``, and tests/test_stores.py is its
+conformance suite, run on both; ``SQLiteStore`` implements ``DurableStore`` too (tests/
+test_sqlite.py). docs/decisions.md says why the durable side looks as it does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from duetime.job import Job
+from duetime.stores.records import JobRow, RunRecord
 
-__all__ = ["JobStore"]
+__all__ = ["DurableStore", "JobStore"]
 
 
 @runtime_checkable
@@ -137,4 +137,121 @@ class JobStore(Protocol):
 
     def queue_stats(self) -> tuple[int, int, int]:
         """``(live entries, stale entries, compactions)`` for ``Scheduler.stats()``."""
+        ...
+
+
+@runtime_checkable
+class DurableStore(JobStore, Protocol):
+    """What a store that keeps jobs beyond the process adds: the SQL side of the seam.
+
+    The in-memory structures of ``JobStore`` stay the Scheduler's working copy; these methods
+    write it through to the store and ask the store who runs what. Each change is one
+    transaction; every claim can fail because another process won, and then changes nothing.
+    Times are UTC epoch nanoseconds. ``SQLiteStore`` implements it (docs/durability.md).
+    """
+
+    durable: bool
+    worker: str
+    poll_ns: int
+
+    def open(self, worker: str) -> None:
+        """Connect and create or check the schema; ``worker`` names this process in claims."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection."""
+        ...
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the connection is open."""
+        ...
+
+    def load_rows(self) -> list[JobRow]:
+        """Every live job's row."""
+        ...
+
+    def load_row(self, id: str) -> JobRow | None:
+        """One job's row as the store has it now."""
+        ...
+
+    def changed_rows(self) -> list[JobRow] | None:
+        """Rows other processes wrote since the last look (None: nothing changed)."""
+        ...
+
+    def write(self, rows: Sequence[JobRow], now: int) -> None:
+        """Write whole rows, one transaction."""
+        ...
+
+    def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
+        """Insert new jobs' rows; returns ids already live (then nothing is written)."""
+        ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Make the changes inside the block one transaction."""
+        ...
+
+    def claim(
+        self,
+        key: str,
+        job_id: str,
+        due: int,
+        attempt: int,
+        now: int,
+        lease_ns: int,
+        row: JobRow | None,
+        guard: int | None,
+    ) -> str:
+        """Start fire ``key`` here under a lease, moving the job's row on from ``guard``:
+        ``"won"``, ``"lost"`` (nothing written) or ``"done"`` (the key ran already)."""
+        ...
+
+    def settle(
+        self, key: str, attempt: int, state: str, error: str | None, now: int, row: JobRow | None
+    ) -> bool:
+        """Record an attempt's outcome and the job's row, fenced by worker and attempt."""
+        ...
+
+    def heartbeat(self, now: int, lease_ns: int) -> None:
+        """Renew the leases of every run this worker holds."""
+        ...
+
+    def expired(self, now: int) -> list[tuple[str, str, int, int, str | None]]:
+        """Runs whose lease ran out: ``(key, job id, due, attempt, worker)``."""
+        ...
+
+    def take_over(
+        self, key: str, old_worker: str | None, attempt: int, now: int, lease_ns: int
+    ) -> bool:
+        """Take an expired run, raising its attempt."""
+        ...
+
+    def mark_lost(self, key: str, now: int) -> None:
+        """Record that nobody will run an expired run again."""
+        ...
+
+    def enqueue(self, job_id: str, fires: Sequence[tuple[str, int]]) -> list[str]:
+        """Record fires ``(key, due)`` as queued unless recorded already; the new keys."""
+        ...
+
+    def queued_runs(self) -> list[tuple[str, str, int]]:
+        """Queued fires not taken in by this process yet: ``(key, job id, due)``."""
+        ...
+
+    def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
+        """Run records, newest due first."""
+        ...
+
+    def purge(self, now: int) -> int:
+        """Delete records older than the retention; how many went."""
+        ...
+
+    def save_dead(
+        self, id: str, job: str, error: str, traceback: str, attempts: int, due: int, now: int
+    ) -> None:
+        """Keep a dead letter."""
+        ...
+
+    def load_dead(self) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Every dead letter."""
         ...

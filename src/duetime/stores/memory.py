@@ -10,7 +10,9 @@ The Scheduler calls these methods with its lock held; the store has no lock of i
 hot spots of the Scheduler read and write ``queues``, ``index``, ``anonymous`` and ``blocked``
 directly (the keyword-less ``schedule()``, the common ``cancel()``, the stepping loop's pop, and
 the common cases of ``_begin`` and ``_finish_locked``): these attributes are this store's fast
-paths, documented here, and only a ``MemoryStore`` offers them.
+paths, documented here. ``SQLiteStore`` is a ``MemoryStore`` and keeps them: with it, the
+Scheduler's schedule and cancel fast paths do not apply (its jobs always have ids), and its
+``_begin`` and ``_finish_locked`` claim and settle in the file around the common cases.
 """
 
 from __future__ import annotations
