@@ -7,6 +7,7 @@ same file, the first one shut down (or, for a crash, simply abandoned mid-run).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -451,7 +452,7 @@ def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
     with pytest.raises(InvalidArgument, match="limiter cannot be stored"):
         s.schedule("record", 10, id="lim", limiter=TokenBucket(1, 1))
     assert len(s) == 0
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT count(*) FROM duetime_jobs").fetchone() == (0,)
 
 
@@ -551,9 +552,9 @@ def test_a_batch_is_one_transaction(open_scheduler: Opener, db: Path) -> None:
 
 def test_a_newer_schema_is_refused(db: Path) -> None:
     Scheduler(FakeClock(), store=SQLiteStore(db)).shutdown()
-    with sqlite3.connect(db) as con:
+    with contextlib.closing(sqlite3.connect(db)) as con:
         con.execute("UPDATE duetime_meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION + 1,))
-    con.close()
+        con.commit()
     with pytest.raises(StoreError, match=r"newer than this duetime understands.*upgrade duetime"):
         Scheduler(FakeClock(), store=SQLiteStore(db))
 

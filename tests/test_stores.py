@@ -188,6 +188,7 @@ def test_a_scheduler_runs_on_a_given_store(store: Any) -> None:
     assert store.count() == 2 and store.get("a") is s.get("a")
     assert s.run_for(10) == 2 and ran == ["b", "a"]
     assert store.count() == 0
+    s.shutdown()  # (closes a durable store's connection)
 
 
 def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
@@ -199,6 +200,7 @@ def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     with pytest.raises(InvalidArgument, match="store must not be in use"):
         Scheduler(store=store)
     assert store.count() == 1
+    first.shutdown()
 
 
 def test_the_sqlite_store_is_a_durable_store() -> None:
