@@ -584,23 +584,30 @@ def test_a_missing_directory_is_refused(tmp_path: Path) -> None:
         Scheduler(FakeClock(), store=SQLiteStore(tmp_path / "no" / "jobs.db"))
 
 
+@contextlib.contextmanager
+def locked(db: Path) -> Iterator[None]:
+    """Another connection holds the file's write lock for the block."""
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
 def test_a_locked_file_fails_the_change_and_leaves_nothing_half_done(
     open_scheduler: Opener, db: Path
 ) -> None:
     s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
     s.schedule("record", FixedRate(60), id="t")
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
+    with locked(db):
         with pytest.raises(StoreError, match=r"locked.*busy_timeout=0\.05"):
             s.schedule("record", 10, id="new")
         assert "new" not in s
         with pytest.raises(StoreError, match="locked"):
             s.pause("t")
         assert s.get("t").state is JobState.SCHEDULED  # type: ignore[union-attr]
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
     s.pause("t")
     assert s.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
 
@@ -610,13 +617,8 @@ def test_a_running_scheduler_survives_a_locked_file(
 ) -> None:
     s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
     s.schedule("record", FixedRate(60), id="t")
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
+    with locked(db):
         assert s.run_for(60) == 0  # the claim failed: logged, nothing run, nothing lost
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
     assert s.run_for(60) >= 1
     assert calls.keys[-1] == "t@2026-03-02T08:02:00+00:00"
 
