@@ -12,6 +12,7 @@ from duetime.testing import FAKE_START
 from .conftest import Recorder
 
 
+@pytest.mark.memory_only("a TokenBucket lives in one process; a durable store refuses limiter=")
 def test_n_jobs_due_at_once_start_exactly_a_tenth_apart_after_the_burst(
     scheduler: Scheduler, fake_clock: FakeClock
 ) -> None:
@@ -30,6 +31,7 @@ def test_n_jobs_due_at_once_start_exactly_a_tenth_apart_after_the_burst(
     assert s.stats().deferred == 20
 
 
+@pytest.mark.memory_only("a TokenBucket lives in one process; a durable store refuses limiter=")
 def test_shared_bucket_across_jobs_and_scheduled_time_kept(
     scheduler: Scheduler, fake_clock: FakeClock
 ) -> None:

@@ -190,6 +190,9 @@ def test_discard_failed() -> None:
     assert s.failed() == []
 
 
+@pytest.mark.memory_only(
+    "with a durable store every delay is on the wall clock (docs/durability.md)"
+)
 def test_retries_wait_in_monotonic_time(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     s, clock = scheduler, fake_clock
     flaky = Flaky(clock, failures=1)

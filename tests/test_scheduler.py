@@ -453,6 +453,9 @@ def test_system_clock_refuses_stepping() -> None:
     assert s.run_pending() == 0  # works with any clock
 
 
+@pytest.mark.memory_only(
+    "with a durable store every delay is on the wall clock (docs/durability.md)"
+)
 def test_wall_and_monotonic_timebases_under_wall_jumps(
     scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
 ) -> None:
@@ -951,6 +954,9 @@ def test_a_one_shot_due_while_its_triggered_run_goes_on_waits_for_it(
     assert final is JobState.COMPLETED
 
 
+@pytest.mark.memory_only(
+    "a durable store runs a fire key once: rescheduled to the same instant, it is not run again (tests/test_sqlite.py)"
+)
 def test_a_running_one_shot_rescheduled_to_now_does_not_run_twice_at_once(
     scheduler: Scheduler,
 ) -> None:

@@ -832,3 +832,21 @@ class RestartModel(RuleBasedStateMachine):
 
 TestRestartModel = RestartModel.TestCase
 TestRestartModel.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)
+
+
+def test_a_fire_whose_key_ran_is_not_run_again_and_does_not_spin(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+
+    def body() -> None:
+        calls.record()
+        if len(calls.keys) == 1:
+            s.reschedule("again", 0)  # due at the same instant: the same fire key
+
+    s.register("body", body)
+    job = s.schedule("body", 0, id="again")
+    assert s.run_pending() == 1
+    assert s.run_pending() == 0  # the held-back second start has a key that ran: skipped
+    assert calls.keys == ["again@2026-03-02T08:00:00+00:00"]
+    assert job.state is JobState.COMPLETED and "again" not in s

@@ -2197,10 +2197,28 @@ class Scheduler:
                     self._push_side(side)
         elif outcome == "lost":
             self._reload(job)
+            if not regular:
+                # The fire's key ran, or runs, elsewhere: a copy of this side read back from
+                # the row must not be queued again (it would lose the same claim forever).
+                stale = [x for x in job._sides or () if self._fire_of(x) == fire]
+                if stale:
+                    for x in stale:
+                        self._store.unqueue(MONOTONIC, x)
+                        job._sides.remove(x)  # type: ignore[union-attr]
+                    if not job._sides:
+                        job._sides = None
+                    self._settle(job)
+                    self._save_quiet(job)
         else:  # the fire ran or runs already (a backfill, another process): skip it
             self._settle(job)
             self._save_quiet(job)
         return None
+
+    def _fire_of(self, side: _Side) -> str:
+        """A side occurrence's fire key."""
+        if side.key is not None:
+            return side.key
+        return fire_key(side.job.id, ns_to_datetime(side.base, timezone.utc))
 
     def _finish_durable(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """``_finish_locked`` with a durable store: record the outcome in memory, then in the
