@@ -254,12 +254,12 @@ def _when(value: datetime | None) -> str | None:
 
 def _open(url: str) -> Scheduler:
     """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
-    if url.startswith("sqlite:///") and url != "sqlite:///":
-        path = Path(url[len("sqlite:///") :])
-        if not path.exists():
-            raise _Usage(f"--store names {str(path)!r}, which does not exist")
     try:
-        return Scheduler(store=url)
+        store: SQLiteStore | str = SQLiteStore.from_url(url) if url.startswith("sqlite:") else url
+        # (Opening a path that does not exist would create an empty store: not what was meant.)
+        if isinstance(store, SQLiteStore) and not Path(store.path).exists():
+            raise _Usage(f"--store names {store.path!r}, which does not exist")
+        return Scheduler(store=store)
     except InvalidArgument as exc:
         raise _Usage(f"--store: {exc}") from exc
 

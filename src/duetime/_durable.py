@@ -35,14 +35,13 @@ from duetime.stores.records import JobRow
 __all__ = [
     "MissingTask",
     "apply_row",
+    "check_limiter",
     "error_text",
     "job_row",
     "parse_error",
     "sides_of",
     "trigger_json",
 ]
-
-_STATES = {state.value: state for state in JobState}
 
 
 class MissingTask:
@@ -116,6 +115,19 @@ def trigger_json(trigger: Any) -> str:
     return text
 
 
+def check_limiter(limiter: object) -> None:
+    """Refuse a rate limiter: a ``TokenBucket`` cannot be stored.
+
+    Raises:
+        InvalidArgument: ``limiter`` is not None.
+    """
+    if limiter is not None:
+        raise InvalidArgument(
+            f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "
+            f"durable store keeps a job for any process; got {limiter!r}"
+        )
+
+
 def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
     """``job`` as a row. ``task`` is its function's reference; ``args`` its arguments as JSON if
     the caller has them already.
@@ -124,11 +136,7 @@ def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
         InvalidArgument: Something of the job cannot be stored (the message names it).
     """
     opts = job._opts
-    if opts.limiter is not None:
-        raise InvalidArgument(
-            f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "
-            f"durable store keeps a job for any process; got {opts.limiter!r}"
-        )
+    check_limiter(opts.limiter)
     x = job._x
     sides = x.sides if x is not None else None
     state = job._state
@@ -227,7 +235,7 @@ def apply_row(
     job._opts = DEFAULT_OPTIONS if opts == DEFAULT_OPTIONS else opts
     # A row in state "running" stays so here while its run goes on elsewhere (or went on in
     # this process before a restart): the run's record, not the row, says what becomes of it.
-    job._state = _STATES[row.state]
+    job._state = JobState(row.state)
     job._base = row.next_base
     job._due = row.next_due
     job.runs = row.runs

@@ -234,8 +234,6 @@ _STORE_BACKOFF = 5 * NS_PER_SECOND
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
 
-_STATES = {state.value: state for state in JobState}
-
 
 def _store_from_url(url: str) -> MemoryStore:
     """The store a URL names: ``sqlite:///path`` (``postgresql://`` is not built yet)."""
@@ -779,7 +777,7 @@ class Scheduler:
             if self._durable:
                 self._task_of.pop(func, None)  # rows name it by its task name from now on
                 if self._unresolved:
-                    self._unpark(name)
+                    self._unpark()
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
@@ -1054,14 +1052,12 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         if self._durable:
-            with self._lock:
-                self._sync_locked(full=False)
+            self._refresh()
         return self._store.get(id)
 
     def __contains__(self, item: object) -> bool:
         if self._durable:
-            with self._lock:
-                self._sync_locked(full=False)
+            self._refresh()
         if isinstance(item, Job):
             if item._id is None:
                 return item._sched is self and item._state not in _ENDED
@@ -1071,8 +1067,7 @@ class Scheduler:
     def __len__(self) -> int:
         """Number of live jobs (scheduled, running or paused)."""
         if self._durable:
-            with self._lock:
-                self._sync_locked(full=False)
+            self._refresh()
         return self._store.count()
 
     def cancel(self, job_or_id: Job | str) -> bool:
@@ -1902,11 +1897,7 @@ class Scheduler:
         args_json = codec.dumps_args(args, kwargs)
         if type(trigger) is not float and type(trigger) is not int:
             _durable.trigger_json(At(trigger) if type(trigger) is datetime else trigger)
-        if limiter is not None:
-            raise InvalidArgument(
-                f"limiter cannot be stored: a TokenBucket lives in one process's memory, and a "
-                f"durable store keeps a job for any process; got {limiter!r}"
-            )
+        _durable.check_limiter(limiter)
         return ref, args_json
 
     def _row(self, job: Job) -> JobRow:
@@ -1976,7 +1967,7 @@ class Scheduler:
         if row.state in ENDED_STATES:
             if job is not None:
                 self._unqueue(job)
-                job._state = _STATES[row.state]
+                job._state = JobState(row.state)
                 store.forget(job)
             return
         fresh = job is None
@@ -1987,7 +1978,7 @@ class Scheduler:
         running = job._running
         try:
             _durable.apply_row(job, row, self._resolve)
-        except (InvalidArgument, ValueError, KeyError) as exc:
+        except (ValueError, KeyError) as exc:  # (InvalidArgument is a ValueError)
             logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
             if not fresh:
                 self._drop_local(job)
@@ -2012,7 +2003,7 @@ class Scheduler:
         job = new_job(self, None, None)  # type: ignore[arg-type]
         try:
             _durable.apply_row(job, JobRow(**json.loads(job_json)), self._resolve)
-        except (InvalidArgument, ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:
             logger.warning("dead letter %r cannot be loaded here: %s", id, exc)
             return
         job._state = JobState.FAILED
@@ -2033,11 +2024,19 @@ class Scheduler:
         """Queue the fires that ``backfill`` (here or in another process) enqueued."""
         for key, job_id, due in self._store.queued_runs():  # type: ignore[attr-defined]
             job = self._store.get(job_id)
-            if job is None:
-                continue
-            side = _Side(job, due, MONOTONIC, 1, None, False, key)
-            side.claimed = 2  # recorded in the store's runs, not in the job's row
-            self._queue_side(side, now)
+            if job is not None:
+                self._queue_fire(job, key, due, now)
+
+    def _queue_fire(self, job: Job, key: str, due: int, now: int) -> None:
+        """Queue, due ``now``, a fire recorded as queued in the store's runs (a backfill)."""
+        side = _Side(job, due, MONOTONIC, 1, None, False, key)
+        side.claimed = 2  # kept in the store's runs, not in the job's row
+        self._queue_side(side, now)
+
+    def _refresh(self) -> None:
+        """Read other processes' changes to the jobs (takes the lock)."""
+        with self._lock:
+            self._sync_locked(full=False)
 
     def _sync_locked(self, full: bool = True) -> None:
         """Read other processes' changes (lock held); with ``full``, also renew this process's
@@ -2125,26 +2124,24 @@ class Scheduler:
                 task,
             )
 
-    def _unpark(self, name: str) -> None:
-        """Task ``name`` was registered: give its waiting jobs the function and queue them."""
-        for job in self._unresolved.pop(name, ()):
-            func = self._resolve(name)
-            if func is None or not self._store.contains(job):
+    def _unpark(self) -> None:
+        """A task was registered: give the jobs waiting for any task that now resolves (its
+        name, or a ``"module:qualname"`` naming the same function) the function, and queue
+        them."""
+        for task in list(self._unresolved):
+            func = self._resolve(task)
+            if func is None:
                 continue
-            job.func = func
-            if job._state is not JobState.PAUSED:
-                if job._due is not None:
-                    self._push_regular(job)
-                for side in job._sides or ():
-                    if side.due is not None:
-                        self._push_side(side)
-        for task, jobs in list(self._unresolved.items()):
-            if self._resolve(task) is not None:
-                self._unresolved.pop(task)
-                for job in jobs:
-                    job.func = self._resolve(task)  # type: ignore[assignment]
-                    if job._state is not JobState.PAUSED and job._due is not None:
+            for job in self._unresolved.pop(task):
+                if not self._store.contains(job):
+                    continue
+                job.func = func
+                if job._state is not JobState.PAUSED:
+                    if job._due is not None:
                         self._push_regular(job)
+                    for side in job._sides or ():
+                        if side.due is not None:
+                            self._push_side(side)
 
     def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
         """``_begin`` with a durable store: decide as in memory, then claim the run from the
@@ -2337,9 +2334,7 @@ class Scheduler:
             now = self._clock.time_ns()
             for key, t in keyed:
                 if key in new:
-                    side = _Side(job, t, MONOTONIC, 1, None, False, key)
-                    side.claimed = 2
-                    self._queue_side(side, now)
+                    self._queue_fire(job, key, t, now)
         return [key for key, _ in keyed if key in new]
 
     def runs(

@@ -105,6 +105,12 @@ _JOB_COLUMNS = (
     "sides, catchup, attempt, runs, failures, last_error"
 )
 
+# The columns in JobRow's field order, for reading.
+_READ_COLUMNS = (
+    "id, name, task, args, trigger, retry, options, priority, state, next_base, next_due, "
+    "sides, catchup, attempt, runs, failures, last_error, rev"
+)
+
 _UPSERT_JOB = (
     f"INSERT INTO duetime_jobs ({_JOB_COLUMNS}, updated) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -165,30 +171,10 @@ def _job_values(row: JobRow, rev: int, now: int) -> tuple[Any, ...]:
 
 
 def _row(values: Sequence[Any]) -> JobRow:
-    (id, rev, name, task, args, trigger, retry, options, priority, state, nb, nd, sides) = values[
-        :13
-    ]
-    catchup, attempt, runs, failures, last_error = values[13:18]
-    return JobRow(
-        id,
-        name,
-        task,
-        args,
-        trigger,
-        retry,
-        options,
-        priority,
-        state,
-        nb,
-        nd,
-        sides,
-        bool(catchup),
-        attempt,
-        runs,
-        failures,
-        last_error,
-        rev,
-    )
+    """A row read with ``_READ_COLUMNS``."""
+    row = JobRow(*values)
+    row.catchup = bool(row.catchup)
+    return row
 
 
 def _dt(ns: int | None) -> Any:
@@ -438,7 +424,7 @@ class SQLiteStore(MemoryStore):
         """Every live job's row (what opening a store loads)."""
         rows = self._read(
             "loading jobs",
-            f"SELECT {_JOB_COLUMNS} FROM duetime_jobs WHERE state NOT IN (?, ?, ?)",
+            f"SELECT {_READ_COLUMNS} FROM duetime_jobs WHERE state NOT IN (?, ?, ?)",
             ENDED_STATES,
         )
         found = [_row(r) for r in rows]
@@ -450,7 +436,7 @@ class SQLiteStore(MemoryStore):
     def load_row(self, id: str) -> JobRow | None:
         """Job ``id``'s row as the file has it now, or None."""
         rows = self._read(
-            "reading a job", f"SELECT {_JOB_COLUMNS} FROM duetime_jobs WHERE id = ?", (id,)
+            "reading a job", f"SELECT {_READ_COLUMNS} FROM duetime_jobs WHERE id = ?", (id,)
         )
         return _row(rows[0]) if rows else None
 
@@ -468,7 +454,7 @@ class SQLiteStore(MemoryStore):
         self._version = version
         rows = self._read(
             "polling",
-            f"SELECT {_JOB_COLUMNS} FROM duetime_jobs WHERE rev > ? ORDER BY rev",
+            f"SELECT {_READ_COLUMNS} FROM duetime_jobs WHERE rev > ? ORDER BY rev",
             (self._seen,),
         )
         changed = []
