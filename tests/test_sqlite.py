@@ -695,6 +695,46 @@ def test_three_processes_run_each_of_300_fires_exactly_once(tmp_path: Path) -> N
     assert len({line.split()[1] for line in lines}) >= 2  # the work was shared
 
 
+def _wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail after ``seconds`` (real time)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(tmp_path: Path) -> None:
+    db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
+    done = Path(f"{effects}.done")
+    (key,) = _fill(db, 1)
+    zombie = _spawn(db, effects, work=1.0)  # each run works for 1 s
+    other: subprocess.Popen[bytes] | None = None
+    try:
+        _wait_for(lambda: effects.exists() and effects.read_text() != "", 20, "the first start")
+        zombie.send_signal(signal.SIGSTOP)  # mid-run: it stops renewing its lease (2 s)
+        other = _spawn(db, effects, work=1.0)
+        _wait_for(lambda: _succeeded(db) == 1, 30, "the other worker to run it")
+        zombie.send_signal(signal.SIGCONT)
+        _wait_for(
+            lambda: done.exists() and len(done.read_text().splitlines()) == 2, 20, "both ends"
+        )
+    finally:
+        zombie.send_signal(signal.SIGCONT)
+        _stop([zombie] + ([other] if other is not None else []))
+    starts = [line.split() for line in effects.read_text().splitlines()]
+    assert [k for k, _ in starts] == [key, key]  # started twice: at-least-once start
+    assert starts[0][1] == str(zombie.pid) and starts[1][1] == str(other.pid)  # type: ignore[union-attr]
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT state, attempt, worker FROM duetime_runs").fetchall()
+    finally:
+        con.close()
+    # Recorded once, as the other worker's attempt 2: the zombie's late outcome was refused.
+    assert [(state, attempt, worker.split(":")[1]) for state, attempt, worker in rows] == [
+        ("succeeded", 2, str(other.pid))  # type: ignore[union-attr]
+    ]
+
+
 def test_workers_killed_at_random_lose_no_fire(tmp_path: Path) -> None:
     db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
     keys = _fill(db, 300)
