@@ -723,7 +723,7 @@ def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(tmp_path
         _stop([zombie] + ([other] if other is not None else []))
     starts = [line.split() for line in effects.read_text().splitlines()]
     assert [k for k, _ in starts] == [key, key]  # started twice: at-least-once start
-    assert starts[0][1] == str(zombie.pid) and starts[1][1] == str(other.pid)  # type: ignore[union-attr]
+    assert starts[0][1] == str(zombie.pid) and starts[1][1] == str(other.pid)
     con = sqlite3.connect(db)
     try:
         rows = con.execute("SELECT state, attempt, worker FROM duetime_runs").fetchall()
@@ -731,7 +731,7 @@ def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(tmp_path
         con.close()
     # Recorded once, as the other worker's attempt 2: the zombie's late outcome was refused.
     assert [(state, attempt, worker.split(":")[1]) for state, attempt, worker in rows] == [
-        ("succeeded", 2, str(other.pid))  # type: ignore[union-attr]
+        ("succeeded", 2, str(other.pid))
     ]
 
 
