@@ -1,22 +1,26 @@
 """Shared fixtures. ``fake_clock`` comes from duetime's own pytest plugin (``duetime.testing``),
-which the test suite dogfoods; ``scheduler`` is the plugin's, run twice: on the default
-``MemoryStore`` and on a ``SQLiteStore`` file, so that every test written against it checks both
-stores behave alike. A test about what only memory does says so with
+which the test suite dogfoods; ``scheduler`` is the plugin's, run three times: on the default
+``MemoryStore``, on a ``SQLiteStore`` file and on a ``PostgresStore`` (a schema of its own in the
+session's throwaway database), so that every test written against it checks the stores behave
+alike. A test about what only memory does says so with
 ``@pytest.mark.memory_only("why")``."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from duetime import Event, FakeClock, InvalidArgument, Scheduler, SQLiteStore
+from duetime import Event, FakeClock, InvalidArgument, PostgresStore, Scheduler, SQLiteStore
 from duetime.stores import codec
 
 # For tests of duetime's own pytest plugin (tests/test_testing.py).
@@ -25,8 +29,85 @@ pytest_plugins = ["pytester"]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "memory_only(reason): the test is about MemoryStore; skipped on SQLiteStore"
+        "markers", "memory_only(reason): the test is about MemoryStore; skipped on SQL stores"
     )
+    config.addinivalue_line(
+        "markers", "sqlite_only: the test looks inside a SQLite file; not run on PostgreSQL"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked ``sqlite_only`` is not collected for the PostgreSQL store."""
+    items[:] = [
+        item
+        for item in items
+        if not (
+            item.get_closest_marker("sqlite_only") is not None
+            and "postgres" in getattr(getattr(item, "callspec", None), "params", {}).values()
+        )
+    ]
+
+
+# -- PostgreSQL -------------------------------------------------------------------------------------
+
+#: The server the PostgreSQL tests use (a postgresql:// URL); each test session creates a
+#: database of its own on it.
+PG_DSN = os.environ.get("DUETIME_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_unavailable(why: str) -> None:
+    message = (
+        f"PostgreSQL tests need a server: {why}. Start PostgreSQL (trust or password auth) and "
+        f"set DUETIME_TEST_PG_DSN (now {PG_DSN!r}) to a postgresql:// URL whose user may CREATE DATABASE; "
+        f'install the driver with pip install -e ".[test,postgres]"'
+    )
+    if os.environ.get("CI"):
+        pytest.fail(f"under CI the PostgreSQL tests must run. {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A throwaway database on the test server, dropped at the end of the session; its URL."""
+    try:
+        import psycopg
+        from psycopg import sql
+    except ImportError:
+        _pg_unavailable("psycopg is not installed")
+        raise  # (unreachable: skip or fail raised)
+    try:
+        admin = psycopg.connect(PG_DSN, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        _pg_unavailable(f"could not connect ({str(exc).strip()})")
+        raise
+    name = f"duetime_test_{os.getpid()}_{secrets.token_hex(3)}"
+    with admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        try:
+            yield urlunsplit(urlsplit(PG_DSN)._replace(path=f"/{name}"))
+        finally:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+_SCHEMAS = itertools.count()
+
+
+@pytest.fixture
+def pg_schema(pg_database: str) -> str:
+    """A schema name no other test in this session uses (created on first use)."""
+    return f"t{next(_SCHEMAS)}_{secrets.token_hex(2)}"
+
+
+@pytest.fixture
+def pg_store(pg_database: str, pg_schema: str) -> Callable[..., PostgresStore]:
+    """Make PostgresStores on the test database, all on this test's schema."""
+
+    def make(**options: Any) -> PostgresStore:
+        return PostgresStore(pg_database, schema=pg_schema, **options)
+
+    return make
 
 
 _TASK_NAMES = itertools.count()
@@ -48,7 +129,7 @@ def _registering(s: Scheduler) -> None:
     s.schedule = schedule_registered  # type: ignore[method-assign]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def scheduler(
     fake_clock: FakeClock, request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[Scheduler]:
@@ -62,9 +143,12 @@ def scheduler(
         only = request.node.get_closest_marker("memory_only")
         if only is not None:
             pytest.skip(f"memory only: {only.args[0]}")
-        s = Scheduler(
-            clock=fake_clock, tz=tz, rng=random.Random(0), store=SQLiteStore(tmp_path / "j.db")
-        )
+        store: Any
+        if request.param == "sqlite":
+            store = SQLiteStore(tmp_path / "j.db")
+        else:
+            store = request.getfixturevalue("pg_store")()
+        s = Scheduler(clock=fake_clock, tz=tz, rng=random.Random(0), store=store)
         _registering(s)
     try:
         yield s

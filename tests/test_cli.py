@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from duetime import FakeClock, FixedRate, Scheduler, SQLiteStore
+from duetime import FakeClock, FixedRate, Scheduler
 from duetime.__main__ import main
 
 
@@ -43,18 +43,23 @@ def test_demo_shows_jobs_surviving_a_restart(capsys: pytest.CaptureFixture[str])
     assert "6 runs recorded, each under its fire key, e.g. sync@2026-03-04T07:30:00+00:00" in out
 
 
-@pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    """A store with two jobs (a fixed-rate tick and a one-shot that has failed for good)."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A store with two jobs (a fixed-rate tick and a one-shot that has failed for good), in a
+    SQLite file or in a PostgreSQL schema."""
     clock = FakeClock(datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc))
-    s = Scheduler(clock, store=SQLiteStore(tmp_path / "jobs.db"))
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    else:
+        url = f"{request.getfixturevalue('pg_database')}?schema={request.getfixturevalue('pg_schema')}"
+    s = Scheduler(clock, store=url)
     s.register("ok", print)
     s.register("bad", int)
     s.schedule("ok", FixedRate(60), args=["tick"], id="tick")
     s.schedule("bad", 10, args=["not a number"], id="broken")
     s.run_for(30)
     s.shutdown()
-    return f"sqlite:///{tmp_path / 'jobs.db'}"
+    return url
 
 
 def test_jobs_and_runs_print_tables(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,8 +100,10 @@ def test_store_commands_report_bad_ids_and_stores(
     assert capsys.readouterr().err == "python -m duetime cancel: no job with id 'nope'\n"
     assert main(["jobs", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
     assert "which does not exist" in capsys.readouterr().err
-    assert main(["jobs", "--store", "postgresql://db/app"]) == 2
-    assert "names PostgreSQL" in capsys.readouterr().err
+    assert main(["jobs", "--store", "postgresql://nowhere.invalid/app"]) == 1
+    assert "connecting failed" in capsys.readouterr().err
+    assert main(["jobs", "--store", "mysql://db/app"]) == 2
+    assert "store must be a store object or a URL" in capsys.readouterr().err
     assert main(["runs", "--store", store_url, "-n", "0"]) == 2
     assert "-n must be between 1 and" in capsys.readouterr().err
 

@@ -1,5 +1,9 @@
 """SQLiteStore: jobs survive restarts, each fire runs once, and the file's faults are reported.
 
+The tests written against ``open_scheduler`` run on PostgreSQL too (a schema of their own in the
+session's throwaway database): they are the durable-store suite both SQL stores must pass. Those
+that look inside the file are marked ``sqlite_only``; PostgreSQL's own are in test_postgres.py.
+
 Time is a FakeClock everywhere except the real-process tests at the end, which wait for a
 condition with a deadline (never a fixed sleep). A "restart" is a second Scheduler opening the
 same file, the first one shut down (or, for a crash, simply abandoned mid-run).
@@ -93,14 +97,21 @@ def clock() -> FakeClock:
     return FakeClock(T0)
 
 
-@pytest.fixture
-def open_scheduler(db: Path, clock: FakeClock, calls: Calls) -> Iterator[Opener]:
-    """Open a Scheduler on ``db`` (a restart, each time), its tasks registered; every one is
-    shut down at the end (which closes its connection)."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_scheduler(
+    db: Path, clock: FakeClock, calls: Calls, request: pytest.FixtureRequest
+) -> Iterator[Opener]:
+    """Open a Scheduler on ``db`` (a restart, each time), or on one PostgreSQL schema, its tasks
+    registered; every one is shut down at the end (which closes its connection)."""
     opened: list[Scheduler] = []
+    new_store: Callable[[], Any] = (
+        (lambda: SQLiteStore(db))
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_store")
+    )
 
     def make(clock: FakeClock = clock, **options: Any) -> Scheduler:
-        options.setdefault("store", SQLiteStore(db))
+        options.setdefault("store", new_store())
         s = Scheduler(clock, **options)
         s.register("record", calls.record)
         s.register("fail", calls.fail)
@@ -441,6 +452,7 @@ def test_backfill_refuses_what_it_cannot_do(open_scheduler: Opener) -> None:
 # -- what cannot be stored --------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
     open_scheduler: Opener, db: Path
 ) -> None:
@@ -529,6 +541,7 @@ def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls
 # -- batches ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_a_batch_is_one_transaction(open_scheduler: Opener, db: Path) -> None:
     s = open_scheduler()
     with s.batch():
@@ -596,6 +609,7 @@ def locked(db: Path) -> Iterator[None]:
         holder.close()
 
 
+@pytest.mark.sqlite_only
 def test_a_locked_file_fails_the_change_and_leaves_nothing_half_done(
     open_scheduler: Opener, db: Path
 ) -> None:
@@ -612,6 +626,7 @@ def test_a_locked_file_fails_the_change_and_leaves_nothing_half_done(
     assert s.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
 
 
+@pytest.mark.sqlite_only
 def test_a_running_scheduler_survives_a_locked_file(
     open_scheduler: Opener, db: Path, clock: FakeClock, calls: Calls
 ) -> None:

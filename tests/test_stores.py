@@ -1,7 +1,8 @@
 """The JobStore conformance suite: what every store must do, checked on each store.
 
 Each store joins by adding its factory to ``STORES``: ``SQLiteStore`` runs it on a private
-in-memory database (its durable behaviour has its own suite, tests/test_sqlite.py).
+in-memory database, ``PostgresStore`` unopened (their durable behaviour has its own suite,
+tests/test_sqlite.py, run on both, and tests/test_postgres.py).
 The suite speaks the protocol (duetime.stores.base) and uses jobs and keys as the Scheduler
 makes them.
 """
@@ -21,6 +22,7 @@ from duetime.job import Job, new_job
 from duetime.recurrence import MONOTONIC, WALL
 from duetime.stores import JobStore, MemoryStore
 from duetime.stores.base import DurableStore
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.sqlite import SQLiteStore
 from duetime.stores.timebase import from_utc, to_utc
 
@@ -29,13 +31,21 @@ def sqlite_store() -> SQLiteStore:
     return SQLiteStore(":memory:")
 
 
-STORES: list[Callable[[], Any]] = [MemoryStore, sqlite_store]
+def postgres_store() -> PostgresStore:
+    # (The fixture below puts it on the test database.)
+    return PostgresStore("postgresql://nowhere.invalid/none")
+
+
+STORES: list[Callable[[], Any]] = [MemoryStore, sqlite_store, postgres_store]
 S = 1_000_000_000
 
 
 @pytest.fixture(params=STORES, ids=lambda f: f.__name__)
 def store(request: pytest.FixtureRequest) -> Any:
-    made = request.param()
+    if request.param is postgres_store:
+        made = request.getfixturevalue("pg_store")()
+    else:
+        made = request.param()
     assert isinstance(made, JobStore)
     return made
 
@@ -203,19 +213,21 @@ def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     first.shutdown()
 
 
-def test_the_sqlite_store_is_a_durable_store() -> None:
-    store = SQLiteStore(":memory:")
+@pytest.mark.parametrize("make", [sqlite_store, postgres_store])
+def test_the_sql_stores_are_durable_stores(make: Callable[[], Any]) -> None:
+    store = make()
     assert isinstance(store, DurableStore) and store.durable
     assert not isinstance(MemoryStore(), DurableStore)
 
 
 def test_only_stores_are_stores() -> None:
     with pytest.raises(
-        TypeError, match="store must be a MemoryStore, a SQLiteStore or a store URL"
+        TypeError,
+        match="store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL",
     ):
         Scheduler(store=42)  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgument, match="names PostgreSQL, which this version"):
-        Scheduler(store="postgresql://app@db/app")
+    with pytest.raises(InvalidArgument, match=r"store must look like 'postgresql://"):
+        PostgresStore.from_url("mysql://app@db/app")
     with pytest.raises(InvalidArgument, match=r"store must look like 'sqlite:///jobs\.db'"):
         Scheduler(store="sqlite://jobs.db")
     with pytest.raises(InvalidArgument, match="store must be a store object or a URL"):

@@ -47,6 +47,7 @@ from duetime.retry import ExponentialBackoff, FixedBackoff, NoRetry, RetryPolicy
 from duetime.scheduler import FailedJob, ScheduleOptions, Scheduler
 from duetime.stats import Lateness, Stats
 from duetime.stores import JobStore, MemoryStore
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RunRecord
 from duetime.stores.sqlite import SQLiteStore
 
@@ -97,6 +98,7 @@ __all__ = [
     "NoRetry",
     "Overlap",
     "Poisson",
+    "PostgresStore",
     "Recurrence",
     "RetryPolicy",
     "Run",

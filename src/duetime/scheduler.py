@@ -120,6 +120,7 @@ from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
 from duetime.stores import codec
 from duetime.stores.memory import MemoryStore
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import ENDED_STATES, RUN_STATES, JobRow, RunRecord
 from duetime.stores.sqlite import SQLiteStore
 
@@ -231,21 +232,23 @@ def _timebase(trigger: Any) -> int:
 # How long a run waits before its claim is tried again after the store failed (nanoseconds).
 _STORE_BACKOFF = 5 * NS_PER_SECOND
 
+# How long a run waits before its claim is tried again when another process was changing its
+# job at that moment (nanoseconds).
+_BUSY_BACKOFF = NS_PER_SECOND // 4
+
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
 
 
 def _store_from_url(url: str) -> MemoryStore:
-    """The store a URL names: ``sqlite:///path`` (``postgresql://`` is not built yet)."""
+    """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
     if url.startswith("sqlite:"):
         return SQLiteStore.from_url(url)
     if url.startswith(("postgresql:", "postgres:")):
-        raise InvalidArgument(
-            f"store {url!r} names PostgreSQL, which this version of duetime does not support "
-            f"yet; use a SQLite file ('sqlite:///jobs.db') on one host"
-        )
+        return PostgresStore.from_url(url)
     raise InvalidArgument(
-        f"store must be a store object or a URL such as 'sqlite:///jobs.db', got {url!r}"
+        f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
+        f"'postgresql://user@host/dbname', got {url!r}"
     )
 
 
@@ -339,8 +342,8 @@ class Scheduler:
             store = _store_from_url(store)
         elif not isinstance(store, MemoryStore):
             raise TypeError(
-                f"store must be a MemoryStore, a SQLiteStore or a store URL such as "
-                f"'sqlite:///jobs.db', got {store!r}"
+                f"store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL "
+                f"such as 'sqlite:///jobs.db', got {store!r}"
             )
         elif store.owner is not None:
             raise InvalidArgument(
@@ -2181,16 +2184,19 @@ class Scheduler:
             return (*occ[:6], fire)
         job._running -= 1
         self._running_total -= 1
-        if outcome == "failed":
+        if outcome in ("failed", "busy"):
             # The store is the truth: read the job back, and try its fire again after a pause
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
+            # "busy": another process is claiming or changing this job right now; its change
+            # reaches this one soon (and replaces the retry), or it rolled back.
+            pause = _STORE_BACKOFF if outcome == "failed" else _BUSY_BACKOFF
             self._reload(job)
             if job._due is not None and job._qkey is not None:
-                job._due = max(job._due, wall + _STORE_BACKOFF)
+                job._due = max(job._due, wall + pause)
                 self._push_regular(job)
             for side in job._sides or ():
                 if side.due is not None and side._qkey is not None:
-                    side.due = max(side.due, wall + _STORE_BACKOFF)
+                    side.due = max(side.due, wall + pause)
                     self._push_side(side)
         elif outcome == "lost":
             self._reload(job)
@@ -2289,8 +2295,8 @@ class Scheduler:
         """
         if not self._durable:
             raise TypeError(
-                "backfill() needs a durable store (SQLiteStore): a MemoryStore keeps no record "
-                "of which fires ran"
+                "backfill() needs a durable store (SQLiteStore, PostgresStore): a MemoryStore "
+                "keeps no record of which fires ran"
             )
         lo = datetime_to_ns(aware_datetime("start", start))
         hi = datetime_to_ns(aware_datetime("end", end))
@@ -2353,8 +2359,8 @@ class Scheduler:
         """
         if not self._durable:
             raise TypeError(
-                "runs() needs a durable store (SQLiteStore): a MemoryStore keeps no record of "
-                "runs (subscribe to events instead)"
+                "runs() needs a durable store (SQLiteStore, PostgresStore): a MemoryStore keeps "
+                "no record of runs (subscribe to events instead)"
             )
         if job_or_id is None or isinstance(job_or_id, str):
             job_id = job_or_id
@@ -2685,6 +2691,10 @@ class Scheduler:
             if self._runner is not None:
                 raise RuntimeError(f"the scheduler is already running; {method}() was called twice")
             runner = self._runner = make(self._engine)
+            listen = getattr(self._store, "listen", None)
+            if listen is not None:
+                # Other processes' changes wake this one at once (PostgreSQL's LISTEN/NOTIFY).
+                listen(self._refresh)
         return runner
 
     @property

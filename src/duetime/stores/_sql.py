@@ -1,0 +1,555 @@
+"""``SQLStore``: what the SQLite and PostgreSQL stores share.
+
+Both keep the same four tables and follow the same rules (docs/durability.md); only the dialect
+differs. The SQL here is written once, with ``?`` placeholders and ``{p}`` before each table name
+(``duetime_`` in a SQLite file, ``"schema".`` in PostgreSQL); each store turns a statement into
+its own dialect once (``_q``) and supplies the connection, the transactions and the change
+counter:
+
+* **A row per job** (``jobs``), rewritten whole by each change and stamped with a store-wide
+  change number ``rev``, so that other processes can tell what changed since they last looked.
+* **A record per fire** (``runs``), keyed by its fire key: a run starts only if this process
+  inserts that key (or takes it over from ``queued``, ``failed`` or an expired lease) in the
+  same transaction that moves the job's row on, guarded by the due time it moves from. Two
+  processes that pop the same fire: one wins, the other's claim changes nothing.
+* **Leases.** A claimed run holds a lease that its worker renews while the run goes on; a run
+  whose lease ran out is taken over by the next worker that looks, with its attempt raised. A
+  completion is written only while the worker still holds the run (``WHERE worker = ? AND
+  attempt = ?``): a stalled worker's late completion is refused.
+
+The Scheduler calls these methods with its lock held; the connection is used by one thread at a
+time through that lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from datetime import timedelta, timezone
+from typing import Any
+
+from duetime._validate import duration_ns, ns_to_datetime
+from duetime.errors import ConflictingIdError
+from duetime.stores.memory import MemoryStore
+from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
+
+__all__ = ["SQLStore"]
+
+_UTC = timezone.utc
+
+_JOB_COLUMNS = (
+    "id, rev, name, task, args, trigger, retry, options, priority, state, next_base, next_due, "
+    "sides, catchup, attempt, runs, failures, last_error"
+)
+
+# The columns in JobRow's field order, for reading.
+READ_COLUMNS = (
+    "id, name, task, args, trigger, retry, options, priority, state, next_base, next_due, "
+    "sides, catchup, attempt, runs, failures, last_error, rev"
+)
+
+_UPSERT_JOB = (
+    f"INSERT INTO {{p}}jobs ({_JOB_COLUMNS}, updated) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, name = excluded.name, "
+    "task = excluded.task, args = excluded.args, trigger = excluded.trigger, "
+    "retry = excluded.retry, options = excluded.options, priority = excluded.priority, "
+    "state = excluded.state, next_base = excluded.next_base, next_due = excluded.next_due, "
+    "sides = excluded.sides, catchup = excluded.catchup, attempt = excluded.attempt, "
+    "runs = excluded.runs, failures = excluded.failures, last_error = excluded.last_error, "
+    "updated = excluded.updated"
+)
+
+# The guarded form: moves the row on only from the fire being claimed.
+_ADVANCE_JOB = (
+    "UPDATE {p}jobs SET rev = ?, name = ?, task = ?, args = ?, trigger = ?, retry = ?, "
+    "options = ?, priority = ?, state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, "
+    "attempt = ?, runs = ?, failures = ?, last_error = ?, updated = ? "
+    "WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
+)
+
+# A fire starts if its key is new, or was enqueued by backfill and not taken yet.
+_CLAIM_KEY = (
+    "INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
+    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET state = 'running', attempt = excluded.attempt, "
+    "worker = excluded.worker, lease_until = excluded.lease_until, started = excluded.started "
+    "WHERE {p}runs.state = 'queued' RETURNING key"
+)
+
+_CLAIM_RETRY = (
+    "UPDATE {p}runs SET state = 'running', attempt = ?, worker = ?, lease_until = ?, "
+    "started = ?, finished = NULL WHERE key = ? AND state = 'failed' AND attempt = ?"
+)
+
+
+def job_values(row: JobRow, rev: int, now: int) -> tuple[Any, ...]:
+    """A row's values in ``_JOB_COLUMNS`` order, then ``updated``."""
+    return (
+        row.id,
+        rev,
+        row.name,
+        row.task,
+        row.args,
+        row.trigger,
+        row.retry,
+        row.options,
+        row.priority,
+        row.state,
+        row.next_base,
+        row.next_due,
+        row.sides,
+        int(row.catchup),
+        row.attempt,
+        row.runs,
+        row.failures,
+        row.last_error,
+        now,
+    )
+
+
+def read_row(values: Sequence[Any]) -> JobRow:
+    """A row read with ``READ_COLUMNS``."""
+    row = JobRow(*values)
+    row.catchup = bool(row.catchup)
+    return row
+
+
+def _dt(ns: int | None) -> Any:
+    return None if ns is None else ns_to_datetime(ns, _UTC)
+
+
+class SQLStore(MemoryStore):
+    """The durable side of a store on a SQL database (``SQLiteStore``, ``PostgresStore``).
+
+    A subclass supplies ``_prefix``, ``_tx`` (one transaction, yielding a handle with
+    ``execute`` and ``executemany``), ``_read``, ``_rev``, ``_dialect``, ``open``, ``close``,
+    ``is_open`` and ``changed_rows``.
+    """
+
+    durable = True
+
+    __slots__ = (
+        "_batch",
+        "_held",
+        "_known_queued",
+        "_mine",
+        "_pending",
+        "_pending_now",
+        "_prefix",
+        "_sql",
+        "poll_ns",
+        "retention_ns",
+        "worker",
+    )
+
+    # SQL for "the worker column equals this parameter, NULL included".
+    _SAME_WORKER = "worker IS ?"
+
+    def __init__(self, prefix: str, retention: float | int | timedelta) -> None:
+        super().__init__()
+        self.retention_ns = duration_ns("retention", retention)
+        self.worker = ""
+        self._sql: dict[str, str] = {}
+        self._prefix = prefix
+        self._mine: dict[str, int] = {}  # job id -> the rev this process last wrote
+        self._batch = 0  # depth of open batch() blocks
+        self._pending: list[JobRow] = []  # new jobs' rows a batch writes at its end
+        self._pending_now = 0
+        self._known_queued: set[str] = set()  # queued run keys this process has taken in
+        # Fire keys of the runs this process holds a lease on: only these are renewed. (A claim
+        # whose commit was lost with the connection may have been recorded for this worker
+        # without its knowing; renewing it would keep it from ever being taken over.)
+        self._held: set[str] = set()
+
+    # -- what a dialect supplies ------------------------------------------------------------------
+
+    def _dialect(self, sql: str) -> str:
+        """``sql`` (with ``?`` placeholders) as this database's driver wants it."""
+        return sql
+
+    def _q(self, template: str) -> str:
+        """A statement of this module, in this store's dialect and tables (cached)."""
+        sql = self._sql.get(template)
+        if sql is None:
+            sql = self._sql[template] = self._dialect(template.replace("{p}", self._prefix))
+        return sql
+
+    def _tx(self, what: str) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _read(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _rev(self, db: Any) -> int:
+        raise NotImplementedError
+
+    def _changed(self) -> None:
+        """Called inside a transaction that changed jobs or enqueued fires (a hook for
+        waking other processes)."""
+
+    # -- reading jobs -----------------------------------------------------------------------------
+
+    def load_rows(self) -> list[JobRow]:
+        """Every live job's row (what opening a store loads)."""
+        rows = self._read(
+            "loading jobs",
+            self._q(f"SELECT {READ_COLUMNS} FROM {{p}}jobs WHERE state NOT IN (?, ?, ?)"),
+            ENDED_STATES,
+        )
+        return [read_row(r) for r in rows]
+
+    def load_row(self, id: str) -> JobRow | None:
+        """Job ``id``'s row as the store has it now, or None."""
+        rows = self._read(
+            "reading a job", self._q(f"SELECT {READ_COLUMNS} FROM {{p}}jobs WHERE id = ?"), (id,)
+        )
+        return read_row(rows[0]) if rows else None
+
+    def _wrote(self, rows: Sequence[JobRow], rev: int) -> None:
+        for row in rows:
+            row.rev = rev
+            self._mine[row.id] = rev
+
+    # -- writing jobs -----------------------------------------------------------------------------
+
+    def write(self, rows: Sequence[JobRow], now: int) -> None:
+        """Write whole rows (a new job, or any change), in one transaction."""
+        with self._tx("saving jobs") as db:
+            rev = self._rev(db)
+            db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
+            self._changed()
+        self._wrote(rows, rev)
+
+    def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
+        """Insert rows of new jobs; returns the ids that are taken by live jobs already (then
+        nothing is written).
+
+        Inside a ``batch()`` the rows are kept and written, with one check of their ids, when
+        the batch ends (a taken id then fails the whole batch)."""
+        if self._batch:
+            self._pending.extend(rows)
+            self._pending_now = now
+            return []
+        return self._insert_now(rows, now)
+
+    def _insert_now(self, rows: Sequence[JobRow], now: int) -> list[str]:
+        with self._tx("saving jobs") as db:
+            ids = [row.id for row in rows]
+            taken: list[str] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                taken += [
+                    r[0]
+                    for r in db.execute(
+                        self._dialect(
+                            f"SELECT id FROM {self._prefix}jobs WHERE id IN ({marks}) "
+                            f"AND state NOT IN (?, ?, ?)"
+                        ),
+                        (*chunk, *ENDED_STATES),
+                    ).fetchall()
+                ]
+            if taken:
+                return taken
+            rev = self._rev(db)
+            db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
+            self._changed()
+        self._wrote(rows, rev)
+        return []
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make every change inside the block one transaction (committed at its end, rolled
+        back if it raises)."""
+        if self._batch:
+            self._batch += 1
+            try:
+                yield
+            finally:
+                self._batch -= 1
+            return
+        with self._tx("a batch of changes"):
+            self._batch = 1
+            try:
+                yield
+                pending, self._pending = self._pending, []
+                if pending:
+                    taken = self._insert_now(pending, self._pending_now)
+                    if taken:
+                        raise ConflictingIdError(taken[0])
+            finally:
+                self._batch = 0
+                self._pending = []
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def _lock_row(self, db: Any, job_id: str) -> tuple[int | None, str] | None:
+        """Lock job ``job_id``'s row for the claim, if the dialect locks rows; returns
+        ``(next_base, state)``, or None if another transaction holds it. (SQLite's write lock
+        covers the file: nothing to do.)"""
+        return (0, "")
+
+    def claim(
+        self,
+        key: str,
+        job_id: str,
+        due: int,
+        attempt: int,
+        now: int,
+        lease_ns: int,
+        row: JobRow | None,
+        guard: int | None,
+    ) -> str:
+        """Try to start fire ``key`` (attempt ``attempt``) here, and write ``row``.
+
+        ``guard``: the regular due time being claimed; the row is written only if the store's
+        row is still due then. Returns ``"won"``, ``"lost"`` (another process moved the job on
+        or holds the run; nothing was written), ``"busy"`` (another process is changing the
+        job right now; nothing was written: try again shortly) or ``"done"`` (the row moved on
+        but the fire's key had run or is running already: skip it).
+        """
+        # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
+        # guarded row update for a regular fire, the run's claim for a side occurrence.
+        with self._tx("claiming a run") as db:
+            if self._lock_row(db, job_id) is None:
+                return "busy"
+            rev = self._rev(db)
+            if row is not None and guard is not None:
+                values = job_values(row, rev, now)
+                cur = db.execute(self._q(_ADVANCE_JOB), (*values[1:], row.id, guard))
+                if cur.rowcount == 0:
+                    return "lost"
+            if attempt > 1:
+                cur = db.execute(
+                    self._q(_CLAIM_RETRY),
+                    (attempt, self.worker, now + lease_ns, now, key, attempt - 1),
+                )
+                won = cur.rowcount == 1
+            else:
+                won = (
+                    db.execute(
+                        self._q(_CLAIM_KEY),
+                        (key, job_id, due, attempt, self.worker, now + lease_ns, now),
+                    ).fetchone()
+                    is not None
+                )
+            if not won and guard is None:
+                return "lost"
+            if row is not None and guard is None:
+                db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))
+        if row is not None:
+            self._wrote((row,), rev)
+        if won:
+            self._held.add(key)
+        return "won" if won else "done"
+
+    def take_over(
+        self, key: str, old_worker: str | None, attempt: int, now: int, lease_ns: int
+    ) -> bool:
+        """Take an expired run from its worker, raising its attempt. Returns whether this
+        process now holds it."""
+        with self._tx("taking over a run") as db:
+            cur = db.execute(
+                self._q(
+                    "UPDATE {p}runs SET worker = ?, attempt = ?, lease_until = ?, started = ? "
+                    f"WHERE key = ? AND state = 'running' AND {self._SAME_WORKER} "
+                    "AND attempt = ? AND lease_until < ?"
+                ),
+                (self.worker, attempt + 1, now + lease_ns, now, key, old_worker, attempt, now),
+            )
+            won = bool(cur.rowcount == 1)
+        if won:
+            self._held.add(key)
+        return won
+
+    def mark_lost(self, key: str, now: int) -> None:
+        """Record that an expired run's job has ended, so nobody will run it again."""
+        self._held.discard(key)
+        with self._tx("recording a lost run") as db:
+            db.execute(
+                self._q(
+                    "UPDATE {p}runs SET state = 'lost', finished = ?, lease_until = NULL "
+                    "WHERE key = ? AND state = 'running'"
+                ),
+                (now, key),
+            )
+
+    def settle(
+        self,
+        key: str,
+        attempt: int,
+        state: str,
+        error: str | None,
+        now: int,
+        row: JobRow | None,
+    ) -> bool:
+        """Record the outcome of attempt ``attempt`` of fire ``key`` (``succeeded``, ``failed``
+        with a retry to come, or ``dead``) and write the job's row, if this process still holds
+        the run. Returns False, writing nothing, if it does not (its lease ran out and another
+        worker took it over)."""
+        final = state != "failed"
+        with self._tx("recording a run's outcome") as db:
+            cur = db.execute(
+                self._q(
+                    "UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = NULL "
+                    "WHERE key = ? AND worker = ? AND attempt = ? AND state = 'running'"
+                ),
+                (state, now if final else None, error, key, self.worker, attempt),
+            )
+            if cur.rowcount == 0:
+                self._held.discard(key)
+                return False
+            if row is not None:
+                rev = self._rev(db)
+                db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))
+        self._held.discard(key)
+        if row is not None:
+            self._wrote((row,), rev)
+        return True
+
+    def heartbeat(self, now: int, lease_ns: int) -> None:
+        """Renew the leases of every run this process holds."""
+        held = list(self._held)
+        if not held:
+            return
+        with self._tx("renewing leases") as db:
+            for start in range(0, len(held), 500):
+                chunk = held[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                db.execute(
+                    self._dialect(
+                        f"UPDATE {self._prefix}runs SET lease_until = ? WHERE worker = ? "
+                        f"AND state = 'running' AND key IN ({marks})"
+                    ),
+                    (now + lease_ns, self.worker, *chunk),
+                )
+
+    def expired(self, now: int) -> list[tuple[str, str, int, int, str | None]]:
+        """Runs whose lease ran out: ``(key, job id, due, attempt, worker)``, oldest first."""
+        return [
+            tuple(r)
+            for r in self._read(
+                "looking for lost runs",
+                self._q(
+                    "SELECT key, job_id, due, attempt, worker FROM {p}runs "
+                    "WHERE state = 'running' AND lease_until < ? ORDER BY due LIMIT 1000"
+                ),
+                (now,),
+            )
+        ]
+
+    def queued_runs(self) -> list[tuple[str, str, int]]:
+        """Fires enqueued by ``backfill`` not taken in by this process yet: ``(key, job id,
+        due)``."""
+        rows = self._read(
+            "reading queued runs",
+            self._q("SELECT key, job_id, due FROM {p}runs WHERE state = 'queued' ORDER BY due"),
+        )
+        found = [(k, j, d) for k, j, d in rows if k not in self._known_queued]
+        self._known_queued.update(k for k, _, _ in found)
+        return found
+
+    def enqueue(self, job_id: str, fires: Sequence[tuple[str, int]]) -> list[str]:
+        """Record fires ``(key, due)`` of a job as queued, skipping keys recorded already.
+        Returns the keys recorded now."""
+        with self._tx("enqueueing fires") as db:
+            new = []
+            for key, due in fires:
+                cur = db.execute(
+                    self._q(
+                        "INSERT INTO {p}runs (key, job_id, due, state, attempt) "
+                        "VALUES (?, ?, ?, 'queued', 1) ON CONFLICT (key) DO NOTHING"
+                    ),
+                    (key, job_id, due),
+                )
+                if cur.rowcount == 1:
+                    new.append(key)
+            if new:
+                self._changed()
+        self._known_queued.update(new)
+        return new
+
+    def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
+        """Run records, newest due first."""
+        where = []
+        params: list[Any] = []
+        if job_id is not None:
+            where.append("job_id = ?")
+            params.append(job_id)
+        if state is not None:
+            where.append("state = ?")
+            params.append(state)
+        sql = (
+            "SELECT key, job_id, due, started, finished, state, attempt, worker, error "
+            "FROM {p}runs"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY due DESC, key DESC LIMIT ?"
+        )
+        params.append(limit)
+        return [
+            RunRecord(k, j, _dt(d), _dt(s), _dt(f), st, a, w, e)
+            for k, j, d, s, f, st, a, w, e in self._read("listing runs", self._q(sql), params)
+        ]
+
+    def purge(self, now: int) -> int:
+        """Delete finished runs and ended jobs' rows older than ``retention``. Returns how many
+        rows went."""
+        cutoff = now - self.retention_ns
+        with self._tx("deleting old runs") as db:
+            gone: int = db.execute(
+                self._q(
+                    "DELETE FROM {p}runs WHERE finished < ? "
+                    "AND state IN ('succeeded', 'dead', 'lost')"
+                ),
+                (cutoff,),
+            ).rowcount
+            gone += db.execute(
+                self._q("DELETE FROM {p}jobs WHERE updated < ? AND state IN (?, ?, ?)"),
+                (cutoff, *ENDED_STATES),
+            ).rowcount
+        return gone
+
+    # -- dead letters -----------------------------------------------------------------------------
+
+    def save_dead(
+        self, id: str, job: str, error: str, traceback: str, attempts: int, due: int, now: int
+    ) -> None:
+        """Keep a dead letter in the store (``job`` is the job's row as JSON)."""
+        with self._tx("saving a dead letter") as db:
+            db.execute(
+                self._q(
+                    "INSERT INTO {p}dead (id, job, error, traceback, attempts, due, failed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                    "job = excluded.job, error = excluded.error, "
+                    "traceback = excluded.traceback, attempts = excluded.attempts, "
+                    "due = excluded.due, failed_at = excluded.failed_at"
+                ),
+                (id, job, error, traceback, attempts, due, now),
+            )
+
+    def load_dead(self) -> list[tuple[str, str, str, str, int, int, int]]:
+        """Every dead letter: ``(id, job JSON, error, traceback, attempts, due, failed_at)``."""
+        return [
+            tuple(r)
+            for r in self._read(
+                "loading dead letters",
+                self._q(
+                    "SELECT id, job, error, traceback, attempts, due, failed_at FROM {p}dead "
+                    "ORDER BY failed_at"
+                ),
+            )
+        ]
+
+    def take_dead(self, id: str) -> Any | None:
+        """Remove and return a dead letter (from memory and the store), or None."""
+        found = super().take_dead(id)
+        if self.is_open:
+            with self._tx("removing a dead letter") as db:
+                db.execute(self._q("DELETE FROM {p}dead WHERE id = ?"), (id,))
+        return found
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the connection is open."""
+        raise NotImplementedError
