@@ -651,7 +651,7 @@ def test_bad_store_arguments(tmp_path: Path) -> None:
 
 # -- real processes -----------------------------------------------------------------------------------
 
-WORKER = str(Path(__file__).with_name("sqlite_worker.py"))
+WORKER = str(Path(__file__).with_name("store_worker.py"))
 
 
 def _fill(db: Path, n: int) -> list[str]:
@@ -678,7 +678,7 @@ def _succeeded(db: Path) -> int:
 
 def _spawn(db: Path, effects: Path, work: float = 0.0) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, WORKER, str(db), str(effects), str(work)],
+        [sys.executable, WORKER, str(db), str(effects), "--work", str(work)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

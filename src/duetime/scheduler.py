@@ -1869,6 +1869,9 @@ class Scheduler:
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
         self._taken: set[_Side] = set()
+        # Outcomes not yet written because the store could not be reached:
+        # (job, fire key, attempt, due, state, error, finished at).
+        self._owed: list[tuple[Job, str, int, int, str, Exception | None, int]] = []
         self._next_purge = 0
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
@@ -2056,6 +2059,8 @@ class Scheduler:
                 self._take_queued(now)
             if full and now >= self._next_poll:
                 self._next_poll = now + min(store.poll_ns, self._lease // 3)
+                if self._owed:
+                    self._pay_owed()
                 if self._taken:
                     self._taken = {x for x in self._taken if x in (x.job._sides or ())}
                 if self._running_total or self._taken:
@@ -2240,13 +2245,31 @@ class Scheduler:
             state = "failed"
         else:
             state = "dead"
+        self._record_outcome(job, fire, occ[3], occ[1], state, error, self._clock.time_ns())
+
+    def _record_outcome(
+        self,
+        job: Job,
+        fire: str,
+        attempt: int,
+        due: int,
+        state: str,
+        error: Exception | None,
+        now: int,
+    ) -> None:
+        """Write a run's outcome and its job's row (lock held). If the store cannot be reached,
+        the outcome is owed: the next poll writes it (with the job's row as it is then)."""
         store: Any = self._store
-        now = self._clock.time_ns()
+        row = self._row(job)
         try:
-            row = self._row(job)
-            ok = store.settle(fire, occ[3], state, _durable.error_text(error), now, row)
+            ok = store.settle(fire, attempt, state, _durable.error_text(error), now, row)
         except StoreError as exc:
-            logger.error("could not record the outcome of run %s: %s", fire, exc)
+            logger.error(
+                "could not record the outcome of run %s (trying again at the next poll): %s",
+                fire,
+                exc,
+            )
+            self._owed.append((job, fire, attempt, due, state, error, now))
             return
         if not ok:
             logger.warning(
@@ -2267,11 +2290,20 @@ class Scheduler:
                         _durable.error_text(error),
                         dead.traceback,
                         dead.attempts,
-                        occ[1],
+                        due,
                         now,
                     )
                 except StoreError as exc:
                     logger.error("could not record dead letter %r: %s", job._id, exc)
+
+    def _pay_owed(self) -> None:
+        """Write the outcomes a lost connection kept from being recorded (lock held)."""
+        owed, self._owed = self._owed, []
+        for i, (job, fire, attempt, due, state, error, at) in enumerate(owed):
+            self._record_outcome(job, fire, attempt, due, state, error, at)
+            if self._owed:  # still unreachable: keep the rest for the next poll
+                self._owed.extend(owed[i + 1 :])
+                return
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
         """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is

@@ -398,8 +398,13 @@ class SQLStore(MemoryStore):
                 (state, now if final else None, error, key, self.worker, attempt),
             )
             if cur.rowcount == 0:
-                self._held.discard(key)
-                return False
+                # Written already? (A retry after a connection lost while committing.)
+                found = db.execute(
+                    self._q("SELECT state, worker, attempt FROM {p}runs WHERE key = ?"), (key,)
+                ).fetchone()
+                if found is None or tuple(found) != (state, self.worker, attempt):
+                    self._held.discard(key)
+                    return False
             if row is not None:
                 rev = self._rev(db)
                 db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))

@@ -271,9 +271,10 @@ class PostgresStore(SQLStore):
     def _fail(self, what: str, exc: Exception) -> StoreError:
         state = getattr(getattr(exc, "diag", None), "sqlstate", None) or ""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if state == "3D000":
+        low = text.lower()
+        if state == "3D000" or ("database" in low and "does not exist" in low):
             advice = "create the database first (createdb NAME), or name another one"
-        elif state in ("28P01", "28000"):
+        elif state in ("28P01", "28000") or "authentication failed" in low:
             advice = "check the user and password in the DSN (or ~/.pgpass)"
         elif state == "42501":
             advice = (
