@@ -11,6 +11,7 @@ real-process tests wait for a condition with a deadline, never a fixed sleep.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import signal
@@ -295,7 +296,7 @@ def test_schedulers_declaring_the_same_fixed_rate_run_each_fire_once(
     keys = [k for k, _ in _lines(effects)]
     assert len(keys) == len(set(keys))  # no fire twice
     due = sorted(datetime.fromisoformat(k.split("@")[1]) for k in keys)
-    steps = {round((b - a).total_seconds(), 3) for a, b in zip(due, due[1:], strict=False)}
+    steps = {round((b - a).total_seconds(), 3) for a, b in itertools.pairwise(due)}
     assert steps == {0.2}  # consecutive points of the one grid: none lost, one schedule
 
 
