@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -47,7 +48,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from duetime._validate import NS_PER_SECOND, duration_ns
 from duetime.clock import real_monotonic
 from duetime.errors import InvalidArgument, StoreError
-from duetime.stores._sql import READ_COLUMNS, SQLStore, read_row
+from duetime.stores._sql import READ_COLUMNS, SQLStore, job_values, read_row
 from duetime.stores.records import JobRow
 
 if TYPE_CHECKING:
@@ -128,6 +129,45 @@ CREATE TABLE IF NOT EXISTS {s}.dead (
     failed_at bigint NOT NULL
 )
 """
+
+# The job's columns a claim or an outcome rewrites (all but id and rev), in job_values order.
+_SET_COLUMNS = (
+    "name = ?, task = ?, args = ?, trigger = ?, retry = ?, options = ?, priority = ?, "
+    "state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, attempt = ?, runs = ?, "
+    "failures = ?, last_error = ?, updated = ?"
+)
+
+# A regular fire's claim in one statement (one round trip, its own transaction): lock the job's
+# row unless another transaction holds it, move it on if it is still due at the guard, and
+# record the fire key unless it ran already. Answers (locked, exists, rev, key): not locked but
+# existing is "busy"; no rev is "lost"; a rev without a key is "done".
+_CLAIM = (
+    "WITH locked AS (SELECT id, next_base, state FROM {p}jobs WHERE id = ? "
+    "FOR UPDATE SKIP LOCKED), "
+    "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
+    + _SET_COLUMNS
+    + " FROM locked l WHERE j.id = l.id AND l.next_base = ? "
+    "AND l.state IN ('scheduled', 'running') RETURNING j.rev), "
+    "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
+    "SELECT ?::text, ?::text, ?::bigint, 'running', ?::integer, ?::text, ?::bigint, ?::bigint "
+    "WHERE EXISTS (SELECT 1 FROM upd) "
+    "ON CONFLICT (key) DO UPDATE SET state = 'running', attempt = excluded.attempt, "
+    "worker = excluded.worker, lease_until = excluded.lease_until, started = excluded.started "
+    "WHERE {p}runs.state = 'queued' RETURNING key) "
+    "SELECT (SELECT count(*) FROM locked), (SELECT count(*) FROM {p}jobs WHERE id = ?), "
+    "(SELECT rev FROM upd), (SELECT key FROM run)"
+)
+
+# An outcome and the job's row in one statement, fenced by worker and attempt. Answers
+# (recorded, rev).
+_SETTLE = (
+    "WITH r AS (UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = NULL "
+    "WHERE key = ? AND worker = ? AND attempt = ? AND state = 'running' RETURNING 1), "
+    "j AS (UPDATE {p}jobs SET rev = nextval('{p}rev'), "
+    + _SET_COLUMNS
+    + " WHERE id = ? AND EXISTS (SELECT 1 FROM r) RETURNING rev) "
+    "SELECT (SELECT count(*) FROM r), (SELECT rev FROM j)"
+)
 
 # Backoff between attempts to reopen a lost connection (seconds).
 _RECONNECT_FIRST = 0.05
@@ -379,6 +419,79 @@ class PostgresStore(SQLStore):
         exists = db.execute(self._q("SELECT 1 FROM {p}jobs WHERE id = ?"), (job_id,)).fetchone()
         return None if exists is not None else (None, "missing")
 
+    def _one(self, what: str, sql: str, params: Sequence[Any]) -> Any:
+        """One statement, its own transaction (outside a batch); its one row."""
+        db = self._handle(what)
+        psycopg = _psycopg()
+        try:
+            return db.execute(sql, params).fetchone()
+        except psycopg.Error as exc:
+            self._lost(exc)
+            raise self._fail(what, exc) from exc
+
+    def claim(
+        self,
+        key: str,
+        job_id: str,
+        due: int,
+        attempt: int,
+        now: int,
+        lease_ns: int,
+        row: JobRow | None,
+        guard: int | None,
+    ) -> str:
+        """``SQLStore.claim``; a regular fire's first attempt (the common case) takes one
+        round trip."""
+        if attempt > 1 or row is None or guard is None:
+            return super().claim(key, job_id, due, attempt, now, lease_ns, row, guard)
+        values = job_values(row, 0, now)[2:]
+        run = (key, job_id, due, attempt, self.worker, now + lease_ns, now)
+        locked, exists, rev, won = self._one(
+            "claiming a run", self._q(_CLAIM), (job_id, *values, guard, *run, job_id)
+        )
+        if rev is None:
+            return "busy" if exists and not locked else "lost"
+        self._wrote((row,), rev)
+        if won is None:
+            return "done"
+        self._held.add(key)
+        return "won"
+
+    def settle(
+        self,
+        key: str,
+        attempt: int,
+        state: str,
+        error: str | None,
+        now: int,
+        row: JobRow | None,
+    ) -> bool:
+        """``SQLStore.settle`` in one round trip."""
+        if row is None:
+            return super().settle(key, attempt, state, error, now, row)
+        finished = now if state != "failed" else None
+        recorded, rev = self._one(
+            "recording a run's outcome",
+            self._q(_SETTLE),
+            (
+                state,
+                finished,
+                error,
+                key,
+                self.worker,
+                attempt,
+                *job_values(row, 0, now)[2:],
+                row.id,
+            ),
+        )
+        if not recorded:
+            # Written already (a retry after a lost commit)? The general path checks.
+            return super().settle(key, attempt, state, error, now, row)
+        self._held.discard(key)
+        if rev is not None:
+            self._wrote((row,), rev)
+        return True
+
     # -- opening ----------------------------------------------------------------------------------
 
     def open(self, worker: str) -> None:
@@ -467,6 +580,10 @@ class PostgresStore(SQLStore):
         self._low = low[0][0]
         for row in found:
             self._mine[row.id] = row.rev
+        # Jobs due at the same instant with the same priority have no order between processes;
+        # each worker takes them in an order of its own, so that workers mostly claim
+        # different jobs instead of all racing for the same one (and skipping it, "busy").
+        random.shuffle(found)
         return found
 
     def changed_rows(self) -> list[JobRow] | None:
@@ -493,6 +610,7 @@ class PostgresStore(SQLStore):
             if mine.get(row.id) != row.rev:
                 mine[row.id] = row.rev
                 changed.append(row)
+        random.shuffle(changed)  # (as in load_rows)
         return changed or None
 
     # -- listening --------------------------------------------------------------------------------
