@@ -33,7 +33,7 @@ ROOT = Path(__file__).parent
 
 @nox.session(python=FOUND)
 def tests(session: nox.Session) -> None:
-    """Run the test suite."""
+    """Run the test suite (the PostgreSQL tests need a server: DUETIME_TEST_PG_DSN)."""
     session.install("-e", ".[test]")
     session.run("python", "-m", "pytest", "-q", *session.posargs)
 

@@ -8,7 +8,8 @@
 3. idle: 4 workers holding 1 000 jobs an hour out, for 10 s: CPU seconds each, and the
    transactions per second the server sees from all of them.
 
-Run: python benchmarks/bench_postgres.py [--quick] (nox -s bench). Needs a PostgreSQL server:
+Run: python benchmarks/bench_postgres.py [--quick] [--repeat N] (nox -s bench; medians of at most
+3). Needs a PostgreSQL server:
 DUETIME_BENCH_PG_DSN, default postgresql://postgres@127.0.0.1:5432/postgres (a database
 duetime_bench is created and dropped). The figures go to docs/benchmarks.md.
 """
@@ -235,7 +236,7 @@ def idle(seconds: float) -> tuple[list[float], float]:
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
     n = 2_000 if args.quick else 20_000
-    repeat = 1 if args.quick else 3
+    repeat = 1 if args.quick else min(args.repeat, 3)
     samples = 20 if args.quick else 300
     idle_s = 2.0 if args.quick else 10.0
     print(f"PostgreSQL store on {urlsplit(SERVER).netloc}; medians of {repeat}")
