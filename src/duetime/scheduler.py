@@ -2256,9 +2256,10 @@ class Scheduler:
         state: str,
         error: Exception | None,
         now: int,
-    ) -> None:
+    ) -> bool:
         """Write a run's outcome and its job's row (lock held). If the store cannot be reached,
-        the outcome is owed: the next poll writes it (with the job's row as it is then)."""
+        the outcome is owed: the next poll writes it (with the job's row as it is then); returns
+        False then."""
         store: Any = self._store
         row = self._row(job)
         try:
@@ -2270,7 +2271,7 @@ class Scheduler:
                 exc,
             )
             self._owed.append((job, fire, attempt, due, state, error, now))
-            return
+            return False
         if not ok:
             logger.warning(
                 "run %s of job %r finished, but this worker no longer holds it (its lease ran "
@@ -2279,7 +2280,7 @@ class Scheduler:
                 job._id,
             )
             self._reload(job)
-            return
+            return True
         if state == "dead":
             dead = store.dead_letter(job.id)
             if dead is not None and dead.job is job:
@@ -2295,13 +2296,13 @@ class Scheduler:
                     )
                 except StoreError as exc:
                     logger.error("could not record dead letter %r: %s", job._id, exc)
+        return True
 
     def _pay_owed(self) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held)."""
         owed, self._owed = self._owed, []
-        for i, (job, fire, attempt, due, state, error, at) in enumerate(owed):
-            self._record_outcome(job, fire, attempt, due, state, error, at)
-            if self._owed:  # still unreachable: keep the rest for the next poll
+        for i, entry in enumerate(owed):
+            if not self._record_outcome(*entry):  # still unreachable: keep the rest for later
                 self._owed.extend(owed[i + 1 :])
                 return
 

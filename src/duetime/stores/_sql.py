@@ -60,21 +60,30 @@ _UPSERT_JOB = (
     "updated = excluded.updated"
 )
 
+# A job's columns after id and rev, as an UPDATE's SET list in job_values order.
+SET_COLUMNS = (
+    "name = ?, task = ?, args = ?, trigger = ?, retry = ?, options = ?, priority = ?, "
+    "state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, attempt = ?, runs = ?, "
+    "failures = ?, last_error = ?, updated = ?"
+)
+
 # The guarded form: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
-    "UPDATE {p}jobs SET rev = ?, name = ?, task = ?, args = ?, trigger = ?, retry = ?, "
-    "options = ?, priority = ?, state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, "
-    "attempt = ?, runs = ?, failures = ?, last_error = ?, updated = ? "
+    f"UPDATE {{p}}jobs SET rev = ?, {SET_COLUMNS} "
     "WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
 )
 
-# A fire starts if its key is new, or was enqueued by backfill and not taken yet.
-_CLAIM_KEY = (
-    "INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
-    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) "
+# A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
+# INSERT of its run record.
+CLAIM_KEY_CONFLICT = (
     "ON CONFLICT (key) DO UPDATE SET state = 'running', attempt = excluded.attempt, "
     "worker = excluded.worker, lease_until = excluded.lease_until, started = excluded.started "
     "WHERE {p}runs.state = 'queued' RETURNING key"
+)
+
+_CLAIM_KEY = (
+    "INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
+    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) " + CLAIM_KEY_CONFLICT
 )
 
 _CLAIM_RETRY = (
@@ -108,6 +117,13 @@ def job_values(row: JobRow, rev: int, now: int) -> tuple[Any, ...]:
     )
 
 
+def id_lists(ids: Sequence[str], size: int = 500) -> Iterator[tuple[Sequence[str], str]]:
+    """``ids`` in chunks a statement can take, each with its ``?, ?, ..`` placeholders."""
+    for start in range(0, len(ids), size):
+        chunk = ids[start : start + size]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def read_row(values: Sequence[Any]) -> JobRow:
     """A row read with ``READ_COLUMNS``."""
     row = JobRow(*values)
@@ -122,9 +138,10 @@ def _dt(ns: int | None) -> Any:
 class SQLStore(MemoryStore):
     """The durable side of a store on a SQL database (``SQLiteStore``, ``PostgresStore``).
 
-    A subclass supplies ``_prefix``, ``_tx`` (one transaction, yielding a handle with
-    ``execute`` and ``executemany``), ``_read``, ``_rev``, ``_dialect``, ``open``, ``close``,
-    ``is_open`` and ``changed_rows``.
+    A subclass passes its table prefix to ``__init__`` and supplies ``_tx`` (one transaction,
+    yielding a handle with ``execute`` and ``executemany``), ``_read``, ``_rev``, ``open``,
+    ``close``, ``is_open`` and ``changed_rows``; it may override ``_dialect``, ``_busy`` and
+    ``_changed``.
     """
 
     durable = True
@@ -184,8 +201,8 @@ class SQLStore(MemoryStore):
     def _rev(self, db: Any) -> int:
         raise NotImplementedError
 
-    def _changed(self) -> None:
-        """Called inside a transaction that changed jobs or enqueued fires (a hook for
+    def _changed(self, db: Any) -> None:
+        """Called inside a transaction (``db``) that changed jobs or enqueued fires (a hook for
         waking other processes)."""
 
     # -- reading jobs -----------------------------------------------------------------------------
@@ -218,7 +235,7 @@ class SQLStore(MemoryStore):
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
-            self._changed()
+            self._changed(db)
         self._wrote(rows, rev)
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
@@ -237,9 +254,7 @@ class SQLStore(MemoryStore):
         with self._tx("saving jobs") as db:
             ids = [row.id for row in rows]
             taken: list[str] = []
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in id_lists(ids):
                 taken += [
                     r[0]
                     for r in db.execute(
@@ -254,7 +269,7 @@ class SQLStore(MemoryStore):
                 return taken
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
-            self._changed()
+            self._changed(db)
         self._wrote(rows, rev)
         return []
 
@@ -284,11 +299,10 @@ class SQLStore(MemoryStore):
 
     # -- runs -------------------------------------------------------------------------------------
 
-    def _lock_row(self, db: Any, job_id: str) -> tuple[int | None, str] | None:
-        """Lock job ``job_id``'s row for the claim, if the dialect locks rows; returns
-        ``(next_base, state)``, or None if another transaction holds it. (SQLite's write lock
-        covers the file: nothing to do.)"""
-        return (0, "")
+    def _busy(self, db: Any, job_id: str) -> bool:
+        """Lock job ``job_id``'s row for the claim, if the dialect locks rows; whether another
+        transaction holds it. (SQLite's write lock covers the file: never busy.)"""
+        return False
 
     def claim(
         self,
@@ -312,7 +326,7 @@ class SQLStore(MemoryStore):
         # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
         # guarded row update for a regular fire, the run's claim for a side occurrence.
         with self._tx("claiming a run") as db:
-            if self._lock_row(db, job_id) is None:
+            if self._busy(db, job_id):
                 return "busy"
             rev = self._rev(db)
             if row is not None and guard is not None:
@@ -419,9 +433,7 @@ class SQLStore(MemoryStore):
         if not held:
             return
         with self._tx("renewing leases") as db:
-            for start in range(0, len(held), 500):
-                chunk = held[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+            for chunk, marks in id_lists(held):
                 db.execute(
                     self._dialect(
                         f"UPDATE {self._prefix}runs SET lease_until = ? WHERE worker = ? "
@@ -471,7 +483,7 @@ class SQLStore(MemoryStore):
                 if cur.rowcount == 1:
                     new.append(key)
             if new:
-                self._changed()
+                self._changed(db)
         self._known_queued.update(new)
         return new
 

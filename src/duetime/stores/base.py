@@ -14,9 +14,10 @@ integer nanoseconds of the occurrence's timebase (``WALL``: epoch; ``MONOTONIC``
 elapsed time). ``head`` and ``take`` answer in packed entries (``duetime._timers``), whose order
 is ``(due, priority, insertion)``.
 
-``MemoryStore`` and ``SQLiteStore`` implement ``JobStore``, and tests/test_stores.py is its
-conformance suite, run on both; ``SQLiteStore`` implements ``DurableStore`` too (tests/
-test_sqlite.py). docs/decisions.md says why the durable side looks as it does.
+``MemoryStore``, ``SQLiteStore`` and ``PostgresStore`` implement ``JobStore``, and
+tests/test_stores.py is its conformance suite, run on all three; the two SQL stores implement
+``DurableStore`` too (tests/test_sqlite.py runs on both, tests/test_postgres.py adds
+PostgreSQL's own). docs/decisions.md says why the durable side looks as it does.
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ class DurableStore(JobStore, Protocol):
     The in-memory structures of ``JobStore`` stay the Scheduler's working copy; these methods
     write it through to the store and ask the store who runs what. Each change is one
     transaction; every claim can fail because another process won, and then changes nothing.
-    Times are UTC epoch nanoseconds. ``SQLiteStore`` implements it (docs/durability.md).
+    Times are UTC epoch nanoseconds. ``SQLiteStore`` and ``PostgresStore`` implement it
+    (``duetime.stores._sql.SQLStore``; docs/durability.md, docs/many-workers.md).
     """
 
     durable: bool
@@ -203,7 +205,8 @@ class DurableStore(JobStore, Protocol):
         guard: int | None,
     ) -> str:
         """Start fire ``key`` here under a lease, moving the job's row on from ``guard``:
-        ``"won"``, ``"lost"`` (nothing written) or ``"done"`` (the key ran already)."""
+        ``"won"``, ``"lost"`` (nothing written), ``"busy"`` (another transaction holds the job:
+        nothing written, try again shortly) or ``"done"`` (the key ran already)."""
         ...
 
     def settle(

@@ -48,7 +48,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from duetime._validate import NS_PER_SECOND, duration_ns
 from duetime.clock import real_monotonic
 from duetime.errors import InvalidArgument, StoreError
-from duetime.stores._sql import READ_COLUMNS, SQLStore, job_values, read_row
+from duetime.stores._sql import (
+    CLAIM_KEY_CONFLICT,
+    READ_COLUMNS,
+    SET_COLUMNS,
+    SQLStore,
+    job_values,
+    read_row,
+)
 from duetime.stores.records import JobRow
 
 if TYPE_CHECKING:
@@ -130,13 +137,6 @@ CREATE TABLE IF NOT EXISTS {s}.dead (
 )
 """
 
-# The job's columns a claim or an outcome rewrites (all but id and rev), in job_values order.
-_SET_COLUMNS = (
-    "name = ?, task = ?, args = ?, trigger = ?, retry = ?, options = ?, priority = ?, "
-    "state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, attempt = ?, runs = ?, "
-    "failures = ?, last_error = ?, updated = ?"
-)
-
 # A regular fire's claim in one statement (one round trip, its own transaction): lock the job's
 # row unless another transaction holds it, move it on if it is still due at the guard, and
 # record the fire key unless it ran already. Answers (locked, exists, rev, key): not locked but
@@ -145,15 +145,12 @@ _CLAIM = (
     "WITH locked AS (SELECT id, next_base, state FROM {p}jobs WHERE id = ? "
     "FOR UPDATE SKIP LOCKED), "
     "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
-    + _SET_COLUMNS
+    + SET_COLUMNS
     + " FROM locked l WHERE j.id = l.id AND l.next_base = ? "
     "AND l.state IN ('scheduled', 'running') RETURNING j.rev), "
     "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
     "SELECT ?::text, ?::text, ?::bigint, 'running', ?::integer, ?::text, ?::bigint, ?::bigint "
-    "WHERE EXISTS (SELECT 1 FROM upd) "
-    "ON CONFLICT (key) DO UPDATE SET state = 'running', attempt = excluded.attempt, "
-    "worker = excluded.worker, lease_until = excluded.lease_until, started = excluded.started "
-    "WHERE {p}runs.state = 'queued' RETURNING key) "
+    "WHERE EXISTS (SELECT 1 FROM upd) " + CLAIM_KEY_CONFLICT + ") "
     "SELECT (SELECT count(*) FROM locked), (SELECT count(*) FROM {p}jobs WHERE id = ?), "
     "(SELECT rev FROM upd), (SELECT key FROM run)"
 )
@@ -164,9 +161,18 @@ _SETTLE = (
     "WITH r AS (UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = NULL "
     "WHERE key = ? AND worker = ? AND attempt = ? AND state = 'running' RETURNING 1), "
     "j AS (UPDATE {p}jobs SET rev = nextval('{p}rev'), "
-    + _SET_COLUMNS
+    + SET_COLUMNS
     + " WHERE id = ? AND EXISTS (SELECT 1 FROM r) RETURNING rev) "
     "SELECT (SELECT count(*) FROM r), (SELECT rev FROM j)"
+)
+
+# The poll: the oldest transaction still running now (the next poll's lower bound), and the rows
+# written by transactions from the previous bound on (NULLs if none).
+_CHANGES = (
+    "SELECT x.low::text, "
+    + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
+    + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
+    "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
 )
 
 # Backoff between attempts to reopen a lost connection (seconds).
@@ -405,29 +411,20 @@ class PostgresStore(SQLStore):
         rev: int = db.execute(self._q("SELECT nextval('{p}rev')")).fetchone()[0]
         return rev
 
-    def _changed(self) -> None:
-        assert self._conn is not None
-        self._conn.execute("SELECT pg_notify(%s, %s)", (self._channel, self.worker))
+    def _changed(self, db: Any) -> None:
+        db.execute("SELECT pg_notify(%s, %s)", (self._channel, self.worker))
 
-    def _lock_row(self, db: Any, job_id: str) -> tuple[int | None, str] | None:
-        found = db.execute(
-            self._q("SELECT next_base, state FROM {p}jobs WHERE id = ? FOR UPDATE SKIP LOCKED"),
-            (job_id,),
-        ).fetchone()
-        if found is not None:
-            return found[0], found[1]
-        exists = db.execute(self._q("SELECT 1 FROM {p}jobs WHERE id = ?"), (job_id,)).fetchone()
-        return None if exists is not None else (None, "missing")
-
-    def _one(self, what: str, sql: str, params: Sequence[Any]) -> Any:
-        """One statement, its own transaction (outside a batch); its one row."""
-        db = self._handle(what)
-        psycopg = _psycopg()
-        try:
-            return db.execute(sql, params).fetchone()
-        except psycopg.Error as exc:
-            self._lost(exc)
-            raise self._fail(what, exc) from exc
+    def _busy(self, db: Any, job_id: str) -> bool:
+        # (A missing row is not busy: the claim then finds nothing to move on, "lost".)
+        return bool(
+            db.execute(
+                self._q(
+                    "SELECT NOT EXISTS (SELECT 1 FROM {p}jobs WHERE id = ? "
+                    "FOR UPDATE SKIP LOCKED) AND EXISTS (SELECT 1 FROM {p}jobs WHERE id = ?)"
+                ),
+                (job_id, job_id),
+            ).fetchone()[0]
+        )
 
     def claim(
         self,
@@ -446,7 +443,7 @@ class PostgresStore(SQLStore):
             return super().claim(key, job_id, due, attempt, now, lease_ns, row, guard)
         values = job_values(row, 0, now)[2:]
         run = (key, job_id, due, attempt, self.worker, now + lease_ns, now)
-        locked, exists, rev, won = self._one(
+        ((locked, exists, rev, won),) = self._read(
             "claiming a run", self._q(_CLAIM), (job_id, *values, guard, *run, job_id)
         )
         if rev is None:
@@ -470,7 +467,7 @@ class PostgresStore(SQLStore):
         if row is None:
             return super().settle(key, attempt, state, error, now, row)
         finished = now if state != "failed" else None
-        recorded, rev = self._one(
+        ((recorded, rev),) = self._read(
             "recording a run's outcome",
             self._q(_SETTLE),
             (
@@ -589,18 +586,8 @@ class PostgresStore(SQLStore):
     def changed_rows(self) -> list[JobRow] | None:
         """Rows other processes have written since this one last looked, or None if none (one
         indexed query)."""
-        rows = self._read(
-            "polling",
-            self._q(
-                f"SELECT x.low::text, {', '.join('j.' + c for c in READ_COLUMNS.split(', '))} "
-                "FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
-                "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
-            ),
-            (self._low,),
-        )
-        if not rows:  # pragma: no cover - the subquery always answers one row
-            return None
-        self._low = rows[0][0]
+        rows = self._read("polling", self._q(_CHANGES), (self._low,))
+        self._low = rows[0][0]  # (the left join answers at least the one row of x)
         changed = []
         mine = self._mine
         for values in rows:
