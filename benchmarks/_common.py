@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -50,3 +51,23 @@ def table(title: str, unit: str, rows: Sequence[tuple[str, float | None]], ref: 
             continue
         ratio = f"{value / base:.2f}x" if base else "-"
         print(f"  {name:34} {value:14.3f} {ratio:>22}")
+
+
+def run_workers(argvs: Sequence[Sequence[str]], finished: Callable[[], int], n: int) -> float:
+    """Start one process per argv, wait until ``finished()`` reaches ``n``, kill them; runs per
+    second from the first start (the store benchmarks' throughput)."""
+    t0 = time.perf_counter()
+    workers = [subprocess.Popen(list(argv), stdout=subprocess.DEVNULL) for argv in argvs]
+    try:
+        deadline = time.monotonic() + 600
+        while finished() < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - t0
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait()
+    done = finished()
+    if done < n:
+        raise RuntimeError(f"only {done} of {n} runs finished")
+    return n / elapsed

@@ -27,7 +27,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from _common import parse
+from _common import parse, run_workers
 
 from duetime import At, Scheduler
 
@@ -88,24 +88,6 @@ with psycopg.connect(sys.argv[1], autocommit=True) as db:
 """
 
 
-def run_workers(argvs: list[list[str]], done_sql: str, n: int) -> float:
-    t0 = time.perf_counter()
-    workers = [subprocess.Popen(argv, stdout=subprocess.DEVNULL) for argv in argvs]
-    try:
-        deadline = time.monotonic() + 600
-        while scalar(done_sql) < n and time.monotonic() < deadline:
-            time.sleep(0.02)
-        elapsed = time.perf_counter() - t0
-    finally:
-        for w in workers:
-            w.kill()
-            w.wait()
-    finished = scalar(done_sql)
-    if finished < n:
-        raise RuntimeError(f"only {finished} of {n} runs finished")
-    return n / elapsed
-
-
 def duetime_throughput(n: int, procs: int) -> float:
     fresh_database()
     s = Scheduler(store=DSN)
@@ -117,7 +99,7 @@ def duetime_throughput(n: int, procs: int) -> float:
     s.shutdown()
     script = WORKER.format(here=str(Path(__file__).parent))
     done = "SELECT count(*) FROM duetime.runs WHERE state = 'succeeded'"
-    return run_workers([[sys.executable, "-c", script, DSN]] * procs, done, n)
+    return run_workers([[sys.executable, "-c", script, DSN]] * procs, lambda: scalar(done), n)
 
 
 def bare_throughput(n: int, procs: int, batch: int) -> float:
@@ -135,7 +117,7 @@ def bare_throughput(n: int, procs: int, batch: int) -> float:
         )
     done = "SELECT count(*) FROM bare WHERE state = 'done'"
     argv = [sys.executable, "-c", BARE_WORKER, DSN, str(batch)]
-    return run_workers([argv] * procs, done, n)
+    return run_workers([argv] * procs, lambda: scalar(done), n)
 
 
 # -- 2. latency -------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,7 @@ import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 
-from _common import parse
+from _common import parse, run_workers
 
 from duetime import At, Scheduler, SQLiteStore
 
@@ -144,33 +143,13 @@ def count(path: Path, sql: str) -> int:
         db.close()
 
 
-def run_workers(script: str, path: Path, procs: int, done_sql: str, n: int) -> float:
-    t0 = time.perf_counter()
-    workers = [
-        subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.DEVNULL)
-        for _ in range(procs)
-    ]
-    try:
-        deadline = time.monotonic() + 600
-        while count(path, done_sql) < n and time.monotonic() < deadline:
-            time.sleep(0.02)
-        elapsed = time.perf_counter() - t0
-    finally:
-        for w in workers:
-            w.kill()
-            w.wait()
-    finished = count(path, done_sql)
-    if finished < n:
-        raise RuntimeError(f"only {finished} of {n} runs finished")
-    return n / elapsed
-
-
 def duetime_throughput(folder: Path, n: int, procs: int) -> float:
     path = fresh(folder, "run.db")
     fill_due(path, n)
     script = WORKER.format(here=str(Path(__file__).parent))
     done = "SELECT count(*) FROM duetime_runs WHERE state = 'succeeded'"
-    return run_workers(script, path, procs, done, n)
+    argv = [sys.executable, "-c", script, str(path)]
+    return run_workers([argv] * procs, lambda: count(path, done), n)
 
 
 def bare_throughput(folder: Path, n: int, procs: int) -> float:
@@ -184,7 +163,8 @@ def bare_throughput(folder: Path, n: int, procs: int) -> float:
     )
     db.close()
     done = "SELECT count(*) FROM jobs WHERE state = 'done'"
-    return run_workers(BARE_WORKER, path, procs, done, n)
+    argv = [sys.executable, "-c", BARE_WORKER, str(path)]
+    return run_workers([argv] * procs, lambda: count(path, done), n)
 
 
 # -- 3. opening a large store ---------------------------------------------------------------------

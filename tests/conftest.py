@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -55,7 +55,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 PG_DSN = os.environ.get("DUETIME_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def _pg_unavailable(why: str) -> None:
+def _pg_unavailable(why: str) -> NoReturn:
     message = (
         f"PostgreSQL tests need a server: {why}. Start PostgreSQL (trust or password auth) and "
         f"set DUETIME_TEST_PG_DSN (now {PG_DSN!r}) to a postgresql:// URL whose user may CREATE DATABASE; "
@@ -74,12 +74,10 @@ def pg_database() -> Iterator[str]:
         from psycopg import sql
     except ImportError:
         _pg_unavailable("psycopg is not installed")
-        raise  # (unreachable: skip or fail raised)
     try:
         admin = psycopg.connect(PG_DSN, autocommit=True, connect_timeout=5)
     except psycopg.Error as exc:
         _pg_unavailable(f"could not connect ({str(exc).strip()})")
-        raise
     name = f"duetime_test_{os.getpid()}_{secrets.token_hex(3)}"
     with admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -202,12 +200,17 @@ def snapshot(s: Scheduler) -> tuple[Any, ...]:
 WAIT = 10.0
 
 
-def until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Poll ``predicate`` (yielding 1 ms at a time) until it holds; fail after ``timeout``
-    real seconds, which only a hang reaches."""
+def until(
+    predicate: Callable[[], bool],
+    timeout: float = WAIT,
+    what: str | None = None,
+    every: float = 0.001,
+) -> None:
+    """Poll ``predicate`` (yielding ``every`` seconds at a time: 1 ms) until it holds; fail
+    after ``timeout`` real seconds, which only a hang reaches, saying ``what`` was awaited."""
     deadline = time.monotonic() + timeout
     pause = threading.Event()
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not reached within {timeout} s: {predicate!r}")
-        pause.wait(0.001)
+            raise AssertionError(f"{what or repr(predicate)} not reached within {timeout} s")
+        pause.wait(every)

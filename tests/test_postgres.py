@@ -38,9 +38,11 @@ from duetime import (
     current_run,
 )
 
+from . import workers
+from .conftest import until
+
 UTC = timezone.utc
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
-WORKER = str(Path(__file__).with_name("store_worker.py"))
 
 StoreMaker = Callable[..., PostgresStore]
 
@@ -65,14 +67,6 @@ def _count(admin: psycopg.Connection[Any], schema: str, state: str) -> int:
     ).fetchone()
     assert found is not None
     return int(found[0])
-
-
-def _wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    """Poll ``condition`` until it holds; fail after ``seconds`` (real time)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 # -- the schema --------------------------------------------------------------------------------------
@@ -234,51 +228,20 @@ def test_two_schedulers_declaring_the_same_cron_run_each_fire_once_across_a_fail
 # -- real processes ---------------------------------------------------------------------------------
 
 
-def _fill(url: str, n: int) -> list[str]:
-    """Schedule ``n`` one-shot jobs due now into the store (one batch); their fire keys."""
-    s = Scheduler(store=url)
-    s.register("record", print)
-    now = datetime.now(UTC)
-    with s.batch():
-        for i in range(n):
-            s.schedule("record", now, id=f"job-{i:04d}")
-    s.shutdown()
-    return [f"job-{i:04d}@{now.isoformat()}" for i in range(n)]
-
-
-def _spawn(url: str, effects: Path, *options: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, WORKER, url, str(effects), *options],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGCONT)
-            p.kill()
-    for p in procs:
-        p.wait(timeout=10)
-
-
-def _lines(path: Path) -> list[list[str]]:
-    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def test_four_workers_share_1000_jobs_each_run_once(
     url: str, tmp_path: Path, admin: Any, pg_schema: str
 ) -> None:
     effects = tmp_path / "effects.txt"
-    keys = _fill(url, 1000)
+    keys = workers.fill(url, 1000)
     # 2 ms of work per fire: one process alone would need 2 s, so all of them take part.
-    procs = [_spawn(url, effects, "--work", "0.002") for _ in range(4)]
+    procs = [workers.spawn(url, effects, "--work", "0.002") for _ in range(4)]
     try:
-        _wait_for(lambda: _count(admin, pg_schema, "succeeded") == 1000, 60, "1000 fires")
+        until(
+            lambda: _count(admin, pg_schema, "succeeded") == 1000, 60, "1000 fires", workers.EVERY
+        )
     finally:
-        _stop(procs)
-    started = _lines(effects)
+        workers.stop(procs)
+    started = workers.lines(effects)
     assert sorted(k for k, _ in started) == sorted(keys)  # each fire once, none lost
     assert len({pid for _, pid in started}) >= 3  # the work was shared
 
@@ -288,12 +251,12 @@ def test_schedulers_declaring_the_same_fixed_rate_run_each_fire_once(
 ) -> None:
     effects = tmp_path / "effects.txt"
     anchor = str(int(time.time()))
-    procs = [_spawn(url, effects, "--declare", anchor) for _ in range(2)]
+    procs = [workers.spawn(url, effects, "--declare", anchor) for _ in range(2)]
     try:
-        _wait_for(lambda: len(_lines(effects)) >= 25, 30, "25 ticks")
+        until(lambda: len(workers.lines(effects)) >= 25, 30, "25 ticks", workers.EVERY)
     finally:
-        _stop(procs)
-    keys = [k for k, _ in _lines(effects)]
+        workers.stop(procs)
+    keys = [k for k, _ in workers.lines(effects)]
     assert len(keys) == len(set(keys))  # no fire twice
     due = sorted(datetime.fromisoformat(k.split("@")[1]) for k in keys)
     steps = {round((b - a).total_seconds(), 3) for a, b in itertools.pairwise(due)}
@@ -304,9 +267,9 @@ def test_workers_killed_at_random_lose_no_fire(
     url: str, tmp_path: Path, admin: Any, pg_schema: str
 ) -> None:
     effects = tmp_path / "effects.txt"
-    keys = _fill(url, 300)
+    keys = workers.fill(url, 300)
     rng = random.Random(11)
-    procs = [_spawn(url, effects, "--work", "0.03") for _ in range(3)]
+    procs = [workers.spawn(url, effects, "--work", "0.03") for _ in range(3)]
     kills = 0
     try:
         deadline = time.monotonic() + 60
@@ -317,13 +280,13 @@ def test_workers_killed_at_random_lose_no_fire(
                 procs[i].send_signal(signal.SIGKILL)
                 procs[i].wait(timeout=10)
                 kills += 1
-                procs[i] = _spawn(url, effects, "--work", "0.03")
+                procs[i] = workers.spawn(url, effects, "--work", "0.03")
                 next_kill = time.monotonic() + rng.uniform(0.3, 0.8)
             time.sleep(0.05)
     finally:
-        _stop(procs)
+        workers.stop(procs)
     assert _count(admin, pg_schema, "succeeded") == 300, f"not all done after {kills} kills"
-    ran = [k for k, _ in _lines(effects)]
+    ran = [k for k, _ in workers.lines(effects)]
     assert set(ran) == set(keys)  # no fire lost
     assert len(ran) - len(keys) <= kills  # repeats: at most one per kill
     assert kills >= 3
@@ -334,20 +297,25 @@ def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(
 ) -> None:
     effects = tmp_path / "effects.txt"
     done = Path(f"{effects}.done")
-    (key,) = _fill(url, 1)
-    zombie = _spawn(url, effects, "--work", "1.0")
+    (key,) = workers.fill(url, 1)
+    zombie = workers.spawn(url, effects, "--work", "1.0")
     procs = [zombie]
     try:
-        _wait_for(lambda: len(_lines(effects)) == 1, 20, "the first start")
+        until(lambda: len(workers.lines(effects)) == 1, 20, "the first start", workers.EVERY)
         zombie.send_signal(signal.SIGSTOP)  # mid-run: it stops renewing its lease (2 s)
-        other = _spawn(url, effects, "--work", "1.0")
+        other = workers.spawn(url, effects, "--work", "1.0")
         procs.append(other)
-        _wait_for(lambda: _count(admin, pg_schema, "succeeded") == 1, 30, "the other worker")
+        until(
+            lambda: _count(admin, pg_schema, "succeeded") == 1,
+            30,
+            "the other worker",
+            workers.EVERY,
+        )
         zombie.send_signal(signal.SIGCONT)
-        _wait_for(lambda: len(_lines(done)) == 2, 20, "both ends")
+        until(lambda: len(workers.lines(done)) == 2, 20, "both ends", workers.EVERY)
     finally:
-        _stop(procs)
-    starts = _lines(effects)
+        workers.stop(procs)
+    starts = workers.lines(effects)
     assert [k for k, _ in starts] == [key, key]  # started twice: at-least-once start
     assert [pid for _, pid in starts] == [str(zombie.pid), str(other.pid)]
     rows = admin.execute(
@@ -363,8 +331,8 @@ def test_terminated_connections_lose_and_double_nothing(
     url: str, tmp_path: Path, admin: Any, pg_schema: str
 ) -> None:
     effects = tmp_path / "effects.txt"
-    keys = _fill(url, 200)
-    procs = [_spawn(url, effects, "--work", "0.02") for _ in range(2)]
+    keys = workers.fill(url, 200)
+    procs = [workers.spawn(url, effects, "--work", "0.02") for _ in range(2)]
     terminated = 0
     try:
         deadline = time.monotonic() + 60
@@ -380,9 +348,9 @@ def test_terminated_connections_lose_and_double_nothing(
                 next_cut = time.monotonic() + 0.4
             time.sleep(0.02)
     finally:
-        _stop(procs)
+        workers.stop(procs)
     assert _count(admin, pg_schema, "succeeded") == 200
-    ran = [k for k, _ in _lines(effects)]
+    ran = [k for k, _ in workers.lines(effects)]
     assert sorted(ran) == sorted(keys)  # nothing lost, nothing doubled
     assert terminated >= 4
 
@@ -392,9 +360,9 @@ def test_a_restart_herd_of_ten_workers(
 ) -> None:
     # Ten workers start at once on a schema nobody has created yet, then the jobs arrive.
     effects = tmp_path / "effects.txt"
-    procs = [_spawn(url, effects) for _ in range(10)]
+    procs = [workers.spawn(url, effects) for _ in range(10)]
     try:
-        _wait_for(
+        until(
             lambda: (
                 admin.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
@@ -404,12 +372,13 @@ def test_a_restart_herd_of_ten_workers(
             ),
             60,
             "ten workers to start",
+            workers.EVERY,
         )
-        keys = _fill(url, 300)
-        _wait_for(lambda: _count(admin, pg_schema, "succeeded") == 300, 60, "300 fires")
+        keys = workers.fill(url, 300)
+        until(lambda: _count(admin, pg_schema, "succeeded") == 300, 60, "300 fires", workers.EVERY)
     finally:
-        _stop(procs)
-    assert sorted(k for k, _ in _lines(effects)) == sorted(keys)
+        workers.stop(procs)
+    assert sorted(k for k, _ in workers.lines(effects)) == sorted(keys)
     assert all(p.returncode == -signal.SIGKILL for p in procs)  # none died on its own
 
 
@@ -417,17 +386,17 @@ def test_workers_whose_clocks_differ_by_a_second_run_each_fire_once(
     url: str, tmp_path: Path, admin: Any, pg_schema: str
 ) -> None:
     effects = tmp_path / "effects.txt"
-    keys = _fill(url, 200)
+    keys = workers.fill(url, 200)
     anchor = str(int(time.time()))
     procs = [
-        _spawn(url, effects, "--work", "0.005", "--offset", "0.5", "--declare", anchor),
-        _spawn(url, effects, "--work", "0.005", "--offset", "-0.5", "--declare", anchor),
+        workers.spawn(url, effects, "--work", "0.005", "--offset", "0.5", "--declare", anchor),
+        workers.spawn(url, effects, "--work", "0.005", "--offset", "-0.5", "--declare", anchor),
     ]
     try:
-        _wait_for(lambda: _count(admin, pg_schema, "succeeded") >= 230, 60, "the fires")
+        until(lambda: _count(admin, pg_schema, "succeeded") >= 230, 60, "the fires", workers.EVERY)
     finally:
-        _stop(procs)
-    ran = [k for k, _ in _lines(effects)]
+        workers.stop(procs)
+    ran = [k for k, _ in workers.lines(effects)]
     assert len(ran) == len(set(ran))  # no fire twice, whoever's clock was ahead
     assert set(keys) <= set(ran)
-    assert len({pid for _, pid in _lines(effects)}) == 2
+    assert len({pid for _, pid in workers.lines(effects)}) == 2

@@ -17,8 +17,6 @@ import os
 import random
 import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +55,9 @@ from duetime import (
     current_run,
 )
 from duetime.stores.sqlite import SCHEMA_VERSION
+
+from . import workers
+from .conftest import until
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -651,20 +652,6 @@ def test_bad_store_arguments(tmp_path: Path) -> None:
 
 # -- real processes -----------------------------------------------------------------------------------
 
-WORKER = str(Path(__file__).with_name("store_worker.py"))
-
-
-def _fill(db: Path, n: int) -> list[str]:
-    """Schedule ``n`` one-shot jobs, due now, into ``db`` (in one batch); their fire keys."""
-    s = Scheduler(store=SQLiteStore(db))
-    s.register("record", print)
-    now = datetime.now(UTC)
-    with s.batch():
-        for i in range(n):
-            s.schedule("record", At(now), id=f"job-{i:04d}")
-    s.shutdown()
-    return [f"job-{i:04d}@{now.isoformat()}" for i in range(n)]
-
 
 def _succeeded(db: Path) -> int:
     con = sqlite3.connect(db, timeout=5)
@@ -676,67 +663,38 @@ def _succeeded(db: Path) -> int:
         con.close()
 
 
-def _spawn(db: Path, effects: Path, work: float = 0.0) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, WORKER, str(db), str(effects), "--work", str(work)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    for p in procs:
-        p.wait(timeout=10)
-
-
 def test_three_processes_run_each_of_300_fires_exactly_once(tmp_path: Path) -> None:
     db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
-    keys = _fill(db, 300)
+    keys = workers.fill(f"sqlite:///{db}", 300)
     # 5 ms of work per fire: one process alone would need 1.5 s, so all three take part.
-    procs = [_spawn(db, effects, work=0.005) for _ in range(3)]
+    procs = [workers.spawn(str(db), effects, "--work", "0.005") for _ in range(3)]
     try:
-        deadline = time.monotonic() + 40
-        while _succeeded(db) < 300 and time.monotonic() < deadline:
-            time.sleep(0.05)  # (polling the condition above, bounded by the deadline)
+        until(lambda: _succeeded(db) == 300, 40, "300 fires", workers.EVERY)
     finally:
-        _stop(procs)
-    lines = effects.read_text().split("\n")[:-1]
-    ran = [line.split()[0] for line in lines]
-    assert sorted(ran) == sorted(keys)  # each fire once, none lost
+        workers.stop(procs)
+    started = workers.lines(effects)
+    assert sorted(k for k, _ in started) == sorted(keys)  # each fire once, none lost
     assert _succeeded(db) == 300
-    assert len({line.split()[1] for line in lines}) >= 2  # the work was shared
-
-
-def _wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    """Poll ``condition`` until it holds; fail after ``seconds`` (real time)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+    assert len({pid for _, pid in started}) >= 2  # the work was shared
 
 
 def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(tmp_path: Path) -> None:
     db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
     done = Path(f"{effects}.done")
-    (key,) = _fill(db, 1)
-    zombie = _spawn(db, effects, work=1.0)  # each run works for 1 s
-    other: subprocess.Popen[bytes] | None = None
+    (key,) = workers.fill(f"sqlite:///{db}", 1)
+    zombie = workers.spawn(str(db), effects, "--work", "1.0")  # each run works for 1 s
+    procs = [zombie]
     try:
-        _wait_for(lambda: effects.exists() and effects.read_text() != "", 20, "the first start")
+        until(lambda: len(workers.lines(effects)) == 1, 20, "the first start", workers.EVERY)
         zombie.send_signal(signal.SIGSTOP)  # mid-run: it stops renewing its lease (2 s)
-        other = _spawn(db, effects, work=1.0)
-        _wait_for(lambda: _succeeded(db) == 1, 30, "the other worker to run it")
+        other = workers.spawn(str(db), effects, "--work", "1.0")
+        procs.append(other)
+        until(lambda: _succeeded(db) == 1, 30, "the other worker to run it", workers.EVERY)
         zombie.send_signal(signal.SIGCONT)
-        _wait_for(
-            lambda: done.exists() and len(done.read_text().splitlines()) == 2, 20, "both ends"
-        )
+        until(lambda: len(workers.lines(done)) == 2, 20, "both ends", workers.EVERY)
     finally:
-        zombie.send_signal(signal.SIGCONT)
-        _stop([zombie] + ([other] if other is not None else []))
-    starts = [line.split() for line in effects.read_text().splitlines()]
+        workers.stop(procs)
+    starts = workers.lines(effects)
     assert [k for k, _ in starts] == [key, key]  # started twice: at-least-once start
     assert starts[0][1] == str(zombie.pid) and starts[1][1] == str(other.pid)
     con = sqlite3.connect(db)
@@ -752,9 +710,9 @@ def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(tmp_path
 
 def test_workers_killed_at_random_lose_no_fire(tmp_path: Path) -> None:
     db, effects = tmp_path / "jobs.db", tmp_path / "effects.txt"
-    keys = _fill(db, 300)
+    keys = workers.fill(f"sqlite:///{db}", 300)
     rng = random.Random(7)
-    procs = [_spawn(db, effects, work=0.05) for _ in range(3)]
+    procs = [workers.spawn(str(db), effects, "--work", "0.05") for _ in range(3)]
     kills = 0
     try:
         deadline = time.monotonic() + 50
@@ -765,13 +723,13 @@ def test_workers_killed_at_random_lose_no_fire(tmp_path: Path) -> None:
                 procs[i].send_signal(signal.SIGKILL)
                 procs[i].wait(timeout=10)
                 kills += 1
-                procs[i] = _spawn(db, effects, work=0.05)
+                procs[i] = workers.spawn(str(db), effects, "--work", "0.05")
                 next_kill = time.monotonic() + rng.uniform(0.2, 0.8)
             time.sleep(0.05)
     finally:
-        _stop(procs)
+        workers.stop(procs)
     assert _succeeded(db) == 300, f"not all work done after {kills} kills"
-    ran = [line.split()[0] for line in effects.read_text().split("\n")[:-1]]
+    ran = [k for k, _ in workers.lines(effects)]
     assert set(ran) == set(keys)  # no fire lost
     assert len(ran) - len(keys) <= kills  # repeats: at most one per kill
     assert kills >= 3
