@@ -41,6 +41,10 @@ DEFAULT_WORKERS = 8
 class RunnerLike(Protocol):
     """What the Scheduler asks of whatever runs it (the thread here, or asyncio's runner)."""
 
+    #: Whether the runner writes finished runs' outcomes to a durable store itself, together,
+    #: before it next claims (``Engine.flush``); if not, each is written as it finishes.
+    flushes: bool
+
     def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before a push; wake up if the entry becomes the new head."""
         ...
@@ -75,6 +79,7 @@ class HeadWatcher:
         self._wake_at: int | None = None
         self._sleeping = False
         self._next_poll = 0  # monotonic ns of the next durable-store sync
+        self.flushes = False
 
     def note_push(self, timebase: int, due: int) -> None:
         """Called under the lock before an entry is pushed: wake the runner only if the entry
@@ -181,34 +186,84 @@ class Runner(HeadWatcher):
 
     def _loop(self) -> None:
         s = self._s
-        clock = s.clock
         cond = s.cond
         with cond:
-            while not self._stop:
-                wall = clock.time_ns()
-                mono = clock.monotonic_ns()
-                if s.poll:
-                    self._poll(mono)
-                item = s.pop_due(wall, mono)
-                if item is not None:
-                    occ = s.begin(*item, wall, mono)
-                    events = s.take_events()
-                    cond.release()
-                    try:
-                        if events:
-                            s.emit(events)
-                        if occ is not None:
-                            self._dispatch(occ)
-                    finally:
-                        cond.acquire()
-                    continue
-                timeout_ns = self._plan_sleep(wall, mono)
-                cond.notify_all()  # wake wait_idle() callers: nothing is due right now
-                self._sleeping = True
+            if s.begin_due is None:
+                self._run()
+                return
+            # A durable store: outcomes wait for this thread, which writes them together.
+            self.flushes = True
+            try:
+                self._run_durable()
+            finally:
+                self.flushes = False
+                s.flush()
+
+    def _run(self) -> None:
+        s = self._s
+        clock = s.clock
+        cond = s.cond
+        while not self._stop:
+            wall = clock.time_ns()
+            mono = clock.monotonic_ns()
+            item = s.pop_due(wall, mono)
+            if item is not None:
+                occ = s.begin(*item, wall, mono)
+                events = s.take_events()
+                cond.release()
                 try:
-                    clock.wait(cond, None if timeout_ns is None else timeout_ns / NS_PER_SECOND)
+                    if events:
+                        s.emit(events)
+                    if occ is not None:
+                        self._dispatch(occ)
                 finally:
-                    self._sleeping = False
+                    cond.acquire()
+                continue
+            self._sleep(wall, mono)
+
+    def _run_durable(self) -> None:
+        # As _run, a batch at a time: each turn writes the outcomes of the runs that finished
+        # and claims what is due, together (one transaction on PostgreSQL).
+        s = self._s
+        clock = s.clock
+        cond = s.cond
+        begin_due = s.begin_due
+        assert begin_due is not None
+        while not self._stop:
+            wall = clock.time_ns()
+            mono = clock.monotonic_ns()
+            self._poll(mono)
+            occs = begin_due(wall, mono)  # (writes the waiting outcomes with its claims)
+            if occs is not None:
+                events = s.take_events()
+                cond.release()
+                try:
+                    if events:
+                        s.emit(events)
+                    for i, occ in enumerate(occs):
+                        if i and clock.monotonic_ns() >= self._next_poll:
+                            # Inline runs take their time: renew the leases of the rest.
+                            with cond:
+                                self._poll(clock.monotonic_ns())
+                        self._dispatch(occ)
+                finally:
+                    cond.acquire()
+                continue
+            s.flush()  # nothing due: write the waiting outcomes alone
+            self._sleep(wall, mono)
+
+    def _sleep(self, wall: int, mono: int) -> None:
+        """Sleep until the head is due, or until woken (lock held)."""
+        s = self._s
+        clock = s.clock
+        cond = s.cond
+        timeout_ns = self._plan_sleep(wall, mono)
+        cond.notify_all()  # wake wait_idle() callers: nothing is due right now
+        self._sleeping = True
+        try:
+            clock.wait(cond, None if timeout_ns is None else timeout_ns / NS_PER_SECOND)
+        finally:
+            self._sleeping = False
 
     def _dispatch(self, occ: Occ) -> None:
         """Hand one occurrence to its executor (lock not held)."""

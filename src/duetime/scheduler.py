@@ -119,6 +119,7 @@ from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
 from duetime.stores import codec
+from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import ENDED_STATES, RUN_STATES, JobRow, RunRecord
@@ -212,6 +213,10 @@ def _await(coro: Any) -> Any:
 _SHORTHAND = (float, int, datetime)
 
 
+def _nothing() -> None:
+    """An Engine operation that has nothing to do here."""
+
+
 def _priority(value: Any) -> int:
     integer("priority", value)
     if not PRIORITY_MIN <= value <= PRIORITY_MAX:
@@ -235,6 +240,18 @@ _STORE_BACKOFF = 5 * NS_PER_SECOND
 # How long a run waits before its claim is tried again when another process was changing its
 # job at that moment (nanoseconds).
 _BUSY_BACKOFF = NS_PER_SECOND // 4
+
+# The most due fires the thread runner claims at once from a durable store (one round trip on
+# PostgreSQL). More amortizes the claim better; fewer leaves more of a burst of due fires to the
+# other workers when jobs are long and run inline.
+_CLAIM_BATCH = 16
+
+# How long after a batch's claim a finished run's outcome may wait in the outbox to be written
+# with others (nanoseconds). Waiting saves a commit per run; what waits runs again after a crash.
+_OUTBOX_WAIT = NS_PER_SECOND // 100
+
+# An outcome on its way to the store: (job, fire key, attempt, due, state, error, finished at).
+_Outcome = tuple[Job, str, int, int, str, Exception | None, int]
 
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
@@ -441,6 +458,8 @@ class Scheduler:
             wall_queued=store.wall_queued,
             pop_due=self._pop_due,
             begin=self._begin,
+            begin_due=self._begin_due if self._durable else None,
+            flush=self._flush_outcomes if self._durable else _nothing,
             execute=self._execute,
             finish=self._finish_outcome,
             abandon=self._abandon,
@@ -695,7 +714,32 @@ class Scheduler:
                     id = self._id_prefix + format(next(self._id_counter), "x")
                 self._add(job, id, first, paused)
                 if self._durable:
-                    self._insert(job, ref, args_json)
+                    try:
+                        self._insert(job, ref, args_json)
+                    except ConflictingIdError:
+                        # Another process added this id since this one looked (copies of an
+                        # application declaring the same job at start-up): with replace, take
+                        # its job in and give it these parameters.
+                        if not replace or id is None or not self._take_in(id):
+                            raise
+                        return self._schedule(
+                            func,
+                            when,
+                            args=args,
+                            kwargs=kwargs,
+                            id=id,
+                            name=name,
+                            priority=priority,
+                            retry=retry,
+                            misfire=misfire,
+                            grace=grace,
+                            overlap=overlap,
+                            jitter=jitter,
+                            limiter=limiter,
+                            executor=executor,
+                            replace=True,
+                            paused=paused,
+                        )
                 if not self._listeners:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -1869,9 +1913,11 @@ class Scheduler:
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
         self._taken: set[_Side] = set()
-        # Outcomes not yet written because the store could not be reached:
-        # (job, fire key, attempt, due, state, error, finished at).
-        self._owed: list[tuple[Job, str, int, int, str, Exception | None, int]] = []
+        # Outcomes not written yet: waiting for the runner to write them together, or owed
+        # because the store could not be reached (written at the next poll).
+        self._outbox: list[_Outcome] = []
+        self._claimed_at = 0  # monotonic ns when the runner's last batch was claimed
+        self._owed: list[_Outcome] = []
         self._next_purge = 0
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
@@ -1932,6 +1978,17 @@ class Scheduler:
             self._drop_local(job)
             raise ConflictingIdError(taken[0])
 
+    def _take_in(self, id: str) -> bool:
+        """Load live job ``id`` from the store into memory (lock held); whether it was there."""
+        try:
+            row = self._store.load_row(id)  # type: ignore[attr-defined]
+        except StoreError:
+            return False
+        if row is None or row.state in ENDED_STATES:
+            return False
+        self._restore(None, row, self._clock.time_ns())
+        return self._store.get(id) is not None
+
     def _drop_local(self, job: Job) -> None:
         self._unqueue(job)
         job._state = JobState.CANCELLED
@@ -1953,13 +2010,15 @@ class Scheduler:
         except StoreError as exc:
             logger.error("could not record job %r: %s", job._id, exc)
 
-    def _reload(self, job: Job) -> None:
-        """Read a job back from the store, dropping what this process believed."""
-        try:
-            row = self._store.load_row(job.id)  # type: ignore[attr-defined]
-        except StoreError as exc:
-            logger.error("could not read job %r back from the store: %s", job._id, exc)
-            return
+    def _reload(self, job: Job, row: JobRow | None = None) -> None:
+        """Read a job back from the store (unless its ``row`` was read already), dropping what
+        this process believed."""
+        if row is None:
+            try:
+                row = self._store.load_row(job.id)  # type: ignore[attr-defined]
+            except StoreError as exc:
+                logger.error("could not read job %r back from the store: %s", job._id, exc)
+                return
         if row is None:
             self._drop_local(job)
             return
@@ -2154,6 +2213,93 @@ class Scheduler:
     def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
         """``_begin`` with a durable store: decide as in memory, then claim the run from the
         store; if another process has it, read the job back instead."""
+        prepared = self._prepare_claim(key, tb, due, wall, mono)
+        if prepared is None:
+            return None
+        occ, ask = prepared
+        if ask is None:
+            return occ
+        (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
+        return self._claimed(key, occ, ask, answer)
+
+    def _begin_due(self, wall: int, mono: int) -> list[Occ] | None:
+        """The thread runner's ``pop_due`` and ``begin`` with a durable store: take what is
+        due now (up to ``_CLAIM_BATCH`` fires, one per job), decide each in memory, then claim
+        them from the store together, in the transaction that writes the outcomes waiting in
+        the outbox (one round trip and one commit on PostgreSQL, where a fire's claim and its
+        outcome are otherwise most of its cost). Returns the occurrences to run, in queue
+        order; None if nothing was due (the outbox then waits). Lock held.
+
+        The batch stops at a second entry of a job already in it (its next fire, due too): a
+        job's fires are claimed one after the other, so that the next one's guard is the row
+        the previous claim wrote.
+        """
+        store = self._store
+        head = store.head(wall, mono)
+        if head is None or head[2] > mono:
+            return None
+        # The outcomes waiting to be written go with the claims, in the same transaction; their
+        # rows are taken now, before the claims move any job on (the claims' guards are what
+        # these rows say).
+        outcomes, self._outbox = self._outbox, []
+        settle = self._outcome_asks(outcomes)
+        runs: list[Occ] = []
+        asks: list[tuple[Any, Occ, ClaimAsk]] = []
+        claiming: set[int] = set()  # id() of the jobs in asks
+        # Jobs whose fire was skipped: their rows are written after the outcomes' (which are
+        # older), not before.
+        skipped: dict[int, Job] = {}
+        while head is not None and head[2] <= mono and len(asks) < _CLAIM_BATCH:
+            tb, entry, _ = head
+            key = store.key_of(tb, entry)
+            job = key if type(key) is Job else key.job
+            if id(job) in claiming:
+                break
+            store.take(tb, entry)
+            prepared = self._prepare_claim(key, tb, entry >> DUE_SHIFT, wall, mono, skipped)
+            if prepared is not None:
+                occ, ask = prepared
+                if ask is None:
+                    runs.append(occ)
+                else:
+                    asks.append((key, occ, ask))
+                    claiming.add(id(job))
+            head = store.head(wall, mono)
+        if asks or outcomes:
+            settled, answers = store.settle_and_claim(  # type: ignore[attr-defined]
+                settle, [ask for _, _, ask in asks]
+            )
+            self._after_outcomes(outcomes, settle, settled)
+            lost = 0
+            for (key, occ, ask), answer in zip(asks, answers, strict=True):
+                won = self._claimed(key, occ, ask, answer)
+                if won is not None:
+                    runs.append(won)
+                elif type(answer) is tuple and answer[0] == "lost":
+                    lost += 1
+            if lost * 2 > len(asks) >= 4:
+                # Other workers are taking these fires: read what they took (one query) rather
+                # than lose a claim for each of them.
+                self._sync_locked(full=False)
+        for job in skipped.values():
+            if store.contains(job):
+                self._save_quiet(job)
+        self._claimed_at = self._clock.monotonic_ns()
+        return runs
+
+    def _prepare_claim(
+        self,
+        key: Any,
+        tb: int,
+        due: int,
+        wall: int,
+        mono: int,
+        skipped: dict[int, Job] | None = None,
+    ) -> tuple[Occ, ClaimAsk | None] | None:
+        """The first half of ``_begin_durable``: decide in memory whether a popped entry runs
+        now. Returns None if not, else its occurrence and the claim to make for it (None: this
+        process holds the run already, a run taken over from a lost worker). A job whose fire
+        is skipped is written now, or put in ``skipped`` for the caller to write."""
         regular = type(key) is Job
         job: Job = key if regular else key.job
         if type(job.func) is MissingTask:
@@ -2164,27 +2310,38 @@ class Scheduler:
         popped = job._base if regular else None
         occ = Scheduler._begin(self, key, tb, due, wall, mono)
         if occ is None:
-            self._save_quiet(job)
+            if skipped is None:
+                self._save_quiet(job)
+            else:
+                skipped[id(job)] = job
             return None
         if not regular and key.claimed == 1:
             self._taken.discard(key)
-            return occ
+            return occ, None
         fire = occ[6]
         if fire is None:
             fire = fire_key(job.id, ns_to_datetime(occ[1], timezone.utc))
-        store: Any = self._store
-        try:
-            outcome = store.claim(
-                fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped
-            )
-        except StoreError as exc:
+        ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped)
+        return occ, ask
+
+    def _claimed(self, key: Any, occ: Occ, ask: ClaimAsk, answer: ClaimAnswer) -> Occ | None:
+        """The second half of ``_begin_durable``: act on the store's answer to a claim (and
+        the job's row, if the store read it back). Returns the occurrence to run if this
+        process won it."""
+        job = occ[0]
+        fire = ask[0]
+        wall = ask[4]
+        row = None
+        if isinstance(answer, StoreError):
             logger.error(
                 "could not claim a run of job %r (trying again in %d s): %s",
                 job._id,
                 _STORE_BACKOFF // NS_PER_SECOND,
-                exc,
+                answer,
             )
             outcome = "failed"
+        else:
+            outcome, row = answer
         if outcome == "won":
             return (*occ[:6], fire)
         job._running -= 1
@@ -2195,7 +2352,7 @@ class Scheduler:
             # "busy": another process is claiming or changing this job right now; its change
             # reaches this one soon (and replaces the retry), or it rolled back.
             pause = _STORE_BACKOFF if outcome == "failed" else _BUSY_BACKOFF
-            self._reload(job)
+            self._reload(job, row)
             if job._due is not None and job._qkey is not None:
                 job._due = max(job._due, wall + pause)
                 self._push_regular(job)
@@ -2204,8 +2361,8 @@ class Scheduler:
                     side.due = max(side.due, wall + pause)
                     self._push_side(side)
         elif outcome == "lost":
-            self._reload(job)
-            if not regular:
+            self._reload(job, row)
+            if type(key) is not Job:
                 # The fire's key ran, or runs, elsewhere: a copy of this side read back from
                 # the row must not be queued again (it would lose the same claim forever).
                 stale = [x for x in job._sides or () if self._fire_of(x) == fire]
@@ -2230,7 +2387,13 @@ class Scheduler:
 
     def _finish_durable(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """``_finish_locked`` with a durable store: record the outcome in memory, then in the
-        store, fenced: if this process no longer holds the run, its outcome is refused."""
+        store, fenced: if this process no longer holds the run, its outcome is refused.
+
+        While the thread runner runs, outcomes wait in an outbox that it writes, all at once,
+        before it next claims (``_flush_outcomes``): a batch of short runs then costs one write
+        of their outcomes instead of one each. A run that finishes ``_OUTBOX_WAIT`` or more
+        after the last batch was claimed writes the outbox at once: a crash then repeats at
+        most that much finished work (and the run that was going on)."""
         occ, _, error = done
         job = occ[0]
         before = job._sides or ()
@@ -2245,66 +2408,88 @@ class Scheduler:
             state = "failed"
         else:
             state = "dead"
-        self._record_outcome(job, fire, occ[3], occ[1], state, error, self._clock.time_ns())
+        clock = self._clock
+        self._outbox.append((job, fire, occ[3], occ[1], state, error, clock.time_ns()))
+        runner = self._runner
+        if (
+            runner is None
+            or not runner.flushes
+            or clock.monotonic_ns() - self._claimed_at >= _OUTBOX_WAIT
+        ):
+            self._flush_outcomes()
 
-    def _record_outcome(
+    def _flush_outcomes(self) -> None:
+        """Write the outcomes waiting in the outbox (lock held; never raises)."""
+        outbox = self._outbox
+        if outbox:
+            self._outbox = []
+            self._record_outcomes(outbox)
+
+    def _record_outcomes(self, outcomes: list[_Outcome]) -> None:
+        """Write runs' outcomes, each with its job's row as it is now (lock held). What the
+        store cannot take now is owed: the next poll writes it."""
+        asks = self._outcome_asks(outcomes)
+        self._after_outcomes(outcomes, asks, self._store.settle_many(asks))  # type: ignore[attr-defined]
+
+    def _outcome_asks(self, outcomes: list[_Outcome]) -> list[SettleAsk]:
+        """The store's arguments for ``outcomes``: each with its job's row as it is now."""
+        rows: dict[int, JobRow] = {}
+        asks: list[SettleAsk] = []
+        for job, fire, attempt, _, state, error, now in outcomes:
+            row = rows.get(id(job))
+            if row is None:
+                row = rows[id(job)] = self._row(job)
+            asks.append((fire, attempt, state, _durable.error_text(error), now, row))
+        return asks
+
+    def _after_outcomes(
         self,
-        job: Job,
-        fire: str,
-        attempt: int,
-        due: int,
-        state: str,
-        error: Exception | None,
-        now: int,
-    ) -> bool:
-        """Write a run's outcome and its job's row (lock held). If the store cannot be reached,
-        the outcome is owed: the next poll writes it (with the job's row as it is then); returns
-        False then."""
+        outcomes: list[_Outcome],
+        asks: list[SettleAsk],
+        answers: Sequence[bool | StoreError],
+    ) -> None:
+        """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
+        runs this worker no longer held, keep dead letters."""
         store: Any = self._store
-        row = self._row(job)
-        try:
-            ok = store.settle(fire, attempt, state, _durable.error_text(error), now, row)
-        except StoreError as exc:
-            logger.error(
-                "could not record the outcome of run %s (trying again at the next poll): %s",
-                fire,
-                exc,
-            )
-            self._owed.append((job, fire, attempt, due, state, error, now))
-            return False
-        if not ok:
-            logger.warning(
-                "run %s of job %r finished, but this worker no longer holds it (its lease ran "
-                "out and another worker took it over): its outcome is not recorded",
-                fire,
-                job._id,
-            )
-            self._reload(job)
-            return True
-        if state == "dead":
-            dead = store.dead_letter(job.id)
-            if dead is not None and dead.job is job:
-                try:
-                    store.save_dead(
-                        job.id,
-                        json.dumps(_asdict(row)),
-                        _durable.error_text(error),
-                        dead.traceback,
-                        dead.attempts,
-                        due,
-                        now,
-                    )
-                except StoreError as exc:
-                    logger.error("could not record dead letter %r: %s", job._id, exc)
-        return True
+        for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
+            job, fire, _, due, state, error, now = outcome
+            if isinstance(answer, StoreError):
+                logger.error(
+                    "could not record the outcome of run %s (trying again at the next poll): %s",
+                    fire,
+                    answer,
+                )
+                self._owed.append(outcome)
+            elif not answer:
+                logger.warning(
+                    "run %s of job %r finished, but this worker no longer holds it (its lease "
+                    "ran out and another worker took it over): its outcome is not recorded",
+                    fire,
+                    job._id,
+                )
+                self._reload(job)
+            elif state == "dead":
+                row = ask[5]
+                assert row is not None
+                dead = store.dead_letter(job.id)
+                if dead is not None and dead.job is job:
+                    try:
+                        store.save_dead(
+                            job.id,
+                            json.dumps(_asdict(row)),
+                            _durable.error_text(error),
+                            dead.traceback,
+                            dead.attempts,
+                            due,
+                            now,
+                        )
+                    except StoreError as exc:
+                        logger.error("could not record dead letter %r: %s", job._id, exc)
 
     def _pay_owed(self) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held)."""
         owed, self._owed = self._owed, []
-        for i, entry in enumerate(owed):
-            if not self._record_outcome(*entry):  # still unreachable: keep the rest for later
-                self._owed.extend(owed[i + 1 :])
-                return
+        self._record_outcomes(owed)
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
         """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is
@@ -2798,6 +2983,8 @@ class Scheduler:
         their own in-flight work to this."""
         mono = self._clock.monotonic_ns()
         head = self._store.head(self._clock.time_ns(), mono)
+        if self._durable and self._outbox:
+            return False  # outcomes to write (the runner writes them before it sleeps)
         return self._running_total == 0 and (head is None or head[2] > mono)
 
     def __enter__(self) -> Scheduler:

@@ -24,12 +24,13 @@ time through that lock.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from duetime._validate import duration_ns, ns_to_datetime
-from duetime.errors import ConflictingIdError
+from duetime.errors import ConflictingIdError, StoreError
+from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
@@ -37,10 +38,29 @@ __all__ = ["SQLStore"]
 
 _UTC = timezone.utc
 
-_JOB_COLUMNS = (
-    "id, rev, name, task, args, trigger, retry, options, priority, state, next_base, next_due, "
-    "sides, catchup, attempt, runs, failures, last_error"
+# A job's columns after id and rev, in job_values order.
+JOB_SET = (
+    "name",
+    "task",
+    "args",
+    "trigger",
+    "retry",
+    "options",
+    "priority",
+    "state",
+    "next_base",
+    "next_due",
+    "sides",
+    "catchup",
+    "attempt",
+    "runs",
+    "failures",
+    "last_error",
+    "updated",
 )
+
+# Every column a write sets, in job_values order.
+JOB_COLUMNS = "id, rev, " + ", ".join(JOB_SET)
 
 # The columns in JobRow's field order, for reading.
 READ_COLUMNS = (
@@ -48,28 +68,22 @@ READ_COLUMNS = (
     "sides, catchup, attempt, runs, failures, last_error, rev"
 )
 
-_UPSERT_JOB = (
-    f"INSERT INTO {{p}}jobs ({_JOB_COLUMNS}, updated) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, name = excluded.name, "
-    "task = excluded.task, args = excluded.args, trigger = excluded.trigger, "
-    "retry = excluded.retry, options = excluded.options, priority = excluded.priority, "
-    "state = excluded.state, next_base = excluded.next_base, next_due = excluded.next_due, "
-    "sides = excluded.sides, catchup = excluded.catchup, attempt = excluded.attempt, "
-    "runs = excluded.runs, failures = excluded.failures, last_error = excluded.last_error, "
-    "updated = excluded.updated"
+# The end of an INSERT of a job's row that replaces the row of a job with the same id.
+UPSERT_CONFLICT = "ON CONFLICT (id) DO UPDATE SET " + ", ".join(
+    f"{column} = excluded.{column}" for column in ("rev", *JOB_SET)
 )
 
-# A job's columns after id and rev, as an UPDATE's SET list in job_values order.
-SET_COLUMNS = (
-    "name = ?, task = ?, args = ?, trigger = ?, retry = ?, options = ?, priority = ?, "
-    "state = ?, next_base = ?, next_due = ?, sides = ?, catchup = ?, attempt = ?, runs = ?, "
-    "failures = ?, last_error = ?, updated = ?"
+_UPSERT_JOB = (
+    f"INSERT INTO {{p}}jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * (len(JOB_SET) + 2))}) "
+    + UPSERT_CONFLICT
 )
+
+# A job's columns after id and rev as an UPDATE's SET list, in job_values order.
+_SET_COLUMNS = ", ".join(f"{column} = ?" for column in JOB_SET)
 
 # The guarded form: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
-    f"UPDATE {{p}}jobs SET rev = ?, {SET_COLUMNS} "
+    f"UPDATE {{p}}jobs SET rev = ?, {_SET_COLUMNS} "
     "WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
 )
 
@@ -90,6 +104,18 @@ _CLAIM_RETRY = (
     "UPDATE {p}runs SET state = 'running', attempt = ?, worker = ?, lease_until = ?, "
     "started = ?, finished = NULL WHERE key = ? AND state = 'failed' AND attempt = ?"
 )
+
+
+_T = TypeVar("_T")
+
+
+def caught(call: Callable[..., _T], *args: Any) -> _T | StoreError:
+    """``call(*args)``'s answer, or the ``StoreError`` it raised: one answer of a batch whose
+    items fail one by one."""
+    try:
+        return call(*args)
+    except StoreError as exc:
+        return exc
 
 
 def job_values(row: JobRow, rev: int, now: int) -> tuple[Any, ...]:
@@ -325,6 +351,7 @@ class SQLStore(MemoryStore):
         """
         # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
         # guarded row update for a regular fire, the run's claim for a side occurrence.
+        lost = False
         with self._tx("claiming a run") as db:
             if self._busy(db, job_id):
                 return "busy"
@@ -349,14 +376,31 @@ class SQLStore(MemoryStore):
                     is not None
                 )
             if not won and guard is None:
-                return "lost"
-            if row is not None and guard is None:
+                lost = True
+            elif row is not None and guard is None:
                 db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))
+        # Taken now, or taken before (a backfilled fire another process ran): not queued any
+        # more, so no longer worth remembering (queued_runs).
+        self._known_queued.discard(key)
+        if lost:
+            return "lost"
         if row is not None:
             self._wrote((row,), rev)
         if won:
             self._held.add(key)
         return "won" if won else "done"
+
+    def claim_many(self, asks: Sequence[ClaimAsk]) -> list[ClaimAnswer]:
+        """Several claims at once (each ``claim``'s arguments, one job at most once): for each,
+        in order, ``claim``'s answer and the job's row as the store has it if the dialect read
+        it back (a claim not won; else None), or a ``StoreError`` where that claim failed.
+
+        Here one claim after the other; a dialect may make them one statement."""
+        return [caught(self._claim_answer, ask) for ask in asks]
+
+    def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:
+        """``claim``'s answer as ``claim_many`` gives it (no row read back)."""
+        return self.claim(*ask), None
 
     def take_over(
         self, key: str, old_worker: str | None, attempt: int, now: int, lease_ns: int
@@ -427,6 +471,20 @@ class SQLStore(MemoryStore):
             self._wrote((row,), rev)
         return True
 
+    def settle_many(self, outcomes: Sequence[SettleAsk]) -> list[bool | StoreError]:
+        """Several outcomes at once (each ``settle``'s arguments): their answers in order, a
+        ``StoreError`` in place of an answer where writing that outcome failed.
+
+        Here one outcome after the other; a dialect may make them one statement."""
+        return [caught(self.settle, *outcome) for outcome in outcomes]
+
+    def settle_and_claim(
+        self, outcomes: Sequence[SettleAsk], asks: Sequence[ClaimAsk]
+    ) -> tuple[list[bool | StoreError], list[ClaimAnswer]]:
+        """``settle_many(outcomes)``, then ``claim_many(asks)``: both answers. A dialect may
+        make them one transaction (one commit instead of two)."""
+        return self.settle_many(outcomes), self.claim_many(asks)
+
     def heartbeat(self, now: int, lease_ns: int) -> None:
         """Renew the leases of every run this process holds."""
         held = list(self._held)
@@ -463,6 +521,9 @@ class SQLStore(MemoryStore):
             "reading queued runs",
             self._q("SELECT key, job_id, due FROM {p}runs WHERE state = 'queued' ORDER BY due"),
         )
+        # Forget the keys no longer queued (taken by this process or another): the set stays
+        # as small as the queue instead of growing with every fire ever backfilled.
+        self._known_queued &= {k for k, _, _ in rows}
         found = [(k, j, d) for k, j, d in rows if k not in self._known_queued]
         self._known_queued.update(k for k, _, _ in found)
         return found

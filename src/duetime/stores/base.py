@@ -26,10 +26,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
+from duetime.errors import StoreError
 from duetime.job import Job
 from duetime.stores.records import JobRow, RunRecord
 
-__all__ = ["DurableStore", "JobStore"]
+__all__ = ["ClaimAnswer", "ClaimAsk", "DurableStore", "JobStore", "SettleAsk"]
+
+# ``claim``'s arguments: (key, job id, due, attempt, now, lease ns, row, guard).
+ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None]
+
+# What ``claim_many`` answers for one claim: (answer, the job's row read back or None), or the
+# error that kept it from being made.
+ClaimAnswer = tuple[str, JobRow | None] | StoreError
+
+# ``settle``'s arguments: (key, attempt, state, error, now, row).
+SettleAsk = tuple[str, int, str, str | None, int, JobRow | None]
 
 
 @runtime_checkable
@@ -84,6 +95,10 @@ class JobStore(Protocol):
     def head(self, wall: int, mono: int) -> tuple[int, int, int] | None:
         """The earliest queued occurrence: ``(timebase, entry, due on the monotonic axis)``, the
         clock reading ``(wall, mono)`` converting between the timebases; None if none."""
+        ...
+
+    def key_of(self, timebase: int, entry: int) -> Any:
+        """The key of the entry ``head()`` just returned, left queued."""
         ...
 
     def take(self, timebase: int, entry: int) -> Any:
@@ -213,6 +228,24 @@ class DurableStore(JobStore, Protocol):
         self, key: str, attempt: int, state: str, error: str | None, now: int, row: JobRow | None
     ) -> bool:
         """Record an attempt's outcome and the job's row, fenced by worker and attempt."""
+        ...
+
+    def claim_many(self, asks: Sequence[ClaimAsk]) -> list[ClaimAnswer]:
+        """Several claims (one job at most once): for each, ``claim``'s answer and the job's
+        row if the store read it back (a claim not won), or the ``StoreError`` that kept it
+        from being made."""
+        ...
+
+    def settle_many(self, outcomes: Sequence[SettleAsk]) -> list[bool | StoreError]:
+        """Several outcomes: for each, ``settle``'s answer or the ``StoreError`` that kept it
+        from being written."""
+        ...
+
+    def settle_and_claim(
+        self, outcomes: Sequence[SettleAsk], asks: Sequence[ClaimAsk]
+    ) -> tuple[list[bool | StoreError], list[ClaimAnswer]]:
+        """``settle_many(outcomes)`` then ``claim_many(asks)``, in one transaction where the
+        store can (the thread runner's turn: last batch's outcomes, next batch's claims)."""
         ...
 
     def heartbeat(self, now: int, lease_ns: int) -> None:

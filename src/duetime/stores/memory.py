@@ -143,6 +143,10 @@ class MemoryStore:
             return (WALL, ew, ew_mono >> DUE_SHIFT)
         return (MONOTONIC, em, em >> DUE_SHIFT)
 
+    def key_of(self, timebase: int, entry: int) -> Any:
+        """The key of the head occurrence ``head()`` just returned, left queued."""
+        return self.queues[timebase]._live[entry]
+
     def take(self, timebase: int, entry: int) -> Any:
         """Take the head occurrence ``head()`` just returned; returns its key."""
         return self.queues[timebase].pop_entry(entry)

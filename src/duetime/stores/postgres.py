@@ -11,6 +11,11 @@ PostgreSQL's own:
   answers "busy" at once (the Scheduler tries that fire again a moment later, by which time the
   other worker's change has arrived) instead of queueing behind it. Workers that pop the same
   fire therefore cost each other one round trip, never a lock wait, and no claim can deadlock.
+* **Batches.** The thread runner claims the fires due at once together (``claim_many``: one
+  statement, rows passed as one JSON array) and writes finished runs' outcomes together, in the
+  transaction of its next claims (``settle_and_claim``: two statements pipelined, one round trip,
+  one commit). A claim locks only rows still due at its guard, so fires other workers took cost
+  no lock, and their rows come back in the answer.
 * **Changes are found by transaction id, not by counter.** Writers take their ``rev`` from a
   sequence (no store-wide lock), so revs commit out of order and "rev > the last one seen" would
   miss a slow transaction. Each row carries the id of the transaction that wrote it (``xid``, set
@@ -36,6 +41,7 @@ psycopg 3 is imported when a store is opened, never by ``import duetime``
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import random
 import re
@@ -50,13 +56,17 @@ from duetime.clock import real_monotonic
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import (
     CLAIM_KEY_CONFLICT,
+    JOB_COLUMNS,
+    JOB_SET,
     READ_COLUMNS,
-    SET_COLUMNS,
+    UPSERT_CONFLICT,
     SQLStore,
+    caught,
     job_values,
     read_row,
 )
-from duetime.stores.records import JobRow
+from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
+from duetime.stores.records import ENDED_STATES, JobRow
 
 if TYPE_CHECKING:
     import psycopg
@@ -137,33 +147,111 @@ CREATE TABLE IF NOT EXISTS {s}.dead (
 )
 """
 
-# A regular fire's claim in one statement (one round trip, its own transaction): lock the job's
-# row unless another transaction holds it, move it on if it is still due at the guard, and
-# record the fire key unless it ran already. Answers (locked, exists, rev, key): not locked but
-# existing is "busy"; no rev is "lost"; a rev without a key is "done".
-_CLAIM = (
-    "WITH locked AS (SELECT id, next_base, state FROM {p}jobs WHERE id = ? "
-    "FOR UPDATE SKIP LOCKED), "
-    "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
-    + SET_COLUMNS
-    + " FROM locked l WHERE j.id = l.id AND l.next_base = ? "
-    "AND l.state IN ('scheduled', 'running') RETURNING j.rev), "
-    "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
-    "SELECT ?::text, ?::text, ?::bigint, 'running', ?::integer, ?::text, ?::bigint, ?::bigint "
-    "WHERE EXISTS (SELECT 1 FROM upd) " + CLAIM_KEY_CONFLICT + ") "
-    "SELECT (SELECT count(*) FROM locked), (SELECT count(*) FROM {p}jobs WHERE id = ?), "
-    "(SELECT rev FROM upd), (SELECT key FROM run)"
+# The types of a job's columns after id and rev (JOB_SET), for rows passed as JSON.
+_JOB_TYPES = dict(
+    zip(
+        JOB_SET,
+        ("text",) * 6
+        + ("integer", "text", "bigint", "bigint", "text")
+        + ("integer",) * 4
+        + ("text", "bigint"),
+        strict=True,
+    )
 )
 
-# An outcome and the job's row in one statement, fenced by worker and attempt. Answers
-# (recorded, rev).
-_SETTLE = (
-    "WITH r AS (UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = NULL "
-    "WHERE key = ? AND worker = ? AND attempt = ? AND state = 'running' RETURNING 1), "
-    "j AS (UPDATE {p}jobs SET rev = nextval('{p}rev'), "
-    + SET_COLUMNS
-    + " WHERE id = ? AND EXISTS (SELECT 1 FROM r) RETURNING rev) "
-    "SELECT (SELECT count(*) FROM r), (SELECT rev FROM j)"
+
+def _rows(fields: Sequence[tuple[str, str]]) -> str:
+    """A relation with one row per element of a JSON array parameter of arrays, columns
+    ``fields`` (name, type): how one statement takes many rows. (One JSON text made by
+    ``json.dumps`` costs a fraction of what adapting an array per column does.)"""
+    columns = ", ".join(f"(e->>{i})::{kind} AS {name}" for i, (name, kind) in enumerate(fields))
+    return f"SELECT {columns} FROM jsonb_array_elements(?::jsonb) e"
+
+
+def _set_from(alias: str) -> str:
+    """A job's columns after id and rev as an UPDATE's SET list, taken from relation
+    ``alias``."""
+    return ", ".join(f"{column} = {alias}.{column}" for column in JOB_SET)
+
+
+_ROW_FIELDS = (("id", "text"), *_JOB_TYPES.items())
+
+# Regular first-attempt claims (distinct jobs) in one statement, one round trip. Only rows
+# still due at their guards are locked (in id order; SKIP LOCKED never waits): a fire another
+# worker has taken costs no lock, which is a write. Answers one row per claim: (job id, rev, key,
+# still due, and where the claim was not won the job's row as the statement saw it: the row that
+# beat the claim, read back without another round trip). Not won and still due is "busy":
+# another transaction holds the row.
+_CLAIM_MANY = (
+    "WITH v AS ("
+    + _rows(
+        (
+            ("guard", "bigint"),
+            ("r_key", "text"),
+            ("r_due", "bigint"),
+            ("r_attempt", "integer"),
+            ("r_lease", "bigint"),
+            ("r_started", "bigint"),
+            *_ROW_FIELDS,
+        ),
+    )
+    + "), "
+    "locked AS (SELECT j.id FROM {p}jobs j JOIN v ON v.id = j.id "
+    "WHERE j.id = ANY(?::text[]) AND j.next_base = v.guard "
+    "AND j.state IN ('scheduled', 'running') ORDER BY j.id FOR UPDATE OF j SKIP LOCKED), "
+    "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
+    + _set_from("v")
+    + " FROM locked l, v WHERE j.id = l.id AND v.id = l.id RETURNING j.id, j.rev), "
+    "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
+    "SELECT v.r_key, v.id, v.r_due, 'running', v.r_attempt, ?::text, v.r_lease, v.r_started "
+    "FROM v JOIN upd ON upd.id = v.id " + CLAIM_KEY_CONFLICT + ") "
+    "SELECT v.id, upd.rev, run.key, "
+    "e.next_base = v.guard AND e.state IN ('scheduled', 'running'), "
+    + ", ".join(
+        f"CASE WHEN upd.rev IS NULL THEN e.{column} END" for column in READ_COLUMNS.split(", ")
+    )
+    + " FROM v LEFT JOIN LATERAL (SELECT * FROM {p}jobs WHERE id = v.id OFFSET 0) e ON true "
+    "LEFT JOIN upd ON upd.id = v.id LEFT JOIN run ON run.key = v.r_key"
+)
+
+# Outcomes in one statement, fenced by worker and attempt; each job's row (given once) is written if
+# any of its runs was. The rows are locked in id order first, so two workers writing outcomes of
+# the same jobs cannot deadlock. Answers (the keys recorded, the ids and revs of the rows
+# written).
+_SETTLE_MANY = (
+    "WITH v AS ("
+    + _rows(
+        (
+            ("key", "text"),
+            ("attempt", "integer"),
+            ("state", "text"),
+            ("finished", "bigint"),
+            ("error", "text"),
+        ),
+    )
+    + "), "
+    "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
+    "lease_until = NULL FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
+    "AND u.state = 'running' RETURNING u.key, u.job_id), "
+    "w AS (" + _rows(_ROW_FIELDS) + "), "
+    "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
+    "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
+    + _set_from("w")
+    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id RETURNING j.id, j.rev) "
+    "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j), "
+    "(SELECT array_agg(rev) FROM j)"
+)
+
+# A new job in one statement (one round trip, its own transaction): insert its row unless a
+# live job has the id (an ended job's row is replaced), and notify. Answers (rev or NULL if the
+# id is taken, notified).
+_INSERT_ONE = (
+    f"WITH ins AS (INSERT INTO {{p}}jobs ({JOB_COLUMNS}) "
+    f"VALUES (?, nextval('{{p}}rev'), {', '.join('?' * len(JOB_SET))}) "
+    + UPSERT_CONFLICT
+    + " WHERE {p}jobs.state IN (?, ?, ?) RETURNING rev), "
+    "n AS (SELECT pg_notify(?, ?) FROM ins) "
+    "SELECT (SELECT rev FROM ins), (SELECT count(*) FROM n)"
 )
 
 # The poll: the oldest transaction still running now (the next poll's lower bound), and the rows
@@ -438,21 +526,14 @@ class PostgresStore(SQLStore):
         guard: int | None,
     ) -> str:
         """``SQLStore.claim``; a regular fire's first attempt (the common case) takes one
-        round trip."""
+        round trip (``claim_many``'s statement)."""
+        ask = (key, job_id, due, attempt, now, lease_ns, row, guard)
         if attempt > 1 or row is None or guard is None:
-            return super().claim(key, job_id, due, attempt, now, lease_ns, row, guard)
-        values = job_values(row, 0, now)[2:]
-        run = (key, job_id, due, attempt, self.worker, now + lease_ns, now)
-        ((locked, exists, rev, won),) = self._read(
-            "claiming a run", self._q(_CLAIM), (job_id, *values, guard, *run, job_id)
-        )
-        if rev is None:
-            return "busy" if exists and not locked else "lost"
-        self._wrote((row,), rev)
-        if won is None:
-            return "done"
-        self._held.add(key)
-        return "won"
+            return super().claim(*ask)
+        (answer,) = self.settle_and_claim((), (ask,))[1]
+        if isinstance(answer, StoreError):
+            raise answer
+        return answer[0]
 
     def settle(
         self,
@@ -463,31 +544,158 @@ class PostgresStore(SQLStore):
         now: int,
         row: JobRow | None,
     ) -> bool:
-        """``SQLStore.settle`` in one round trip."""
+        """``SQLStore.settle`` in one round trip (``settle_many``'s statement)."""
         if row is None:
             return super().settle(key, attempt, state, error, now, row)
-        finished = now if state != "failed" else None
-        ((recorded, rev),) = self._read(
-            "recording a run's outcome",
-            self._q(_SETTLE),
-            (
-                state,
-                finished,
-                error,
-                key,
-                self.worker,
-                attempt,
-                *job_values(row, 0, now)[2:],
-                row.id,
-            ),
-        )
-        if not recorded:
-            # Written already (a retry after a lost commit)? The general path checks.
-            return super().settle(key, attempt, state, error, now, row)
-        self._held.discard(key)
-        if rev is not None:
+        (answer,) = self.settle_and_claim(((key, attempt, state, error, now, row),), ())[0]
+        if isinstance(answer, StoreError):
+            raise answer
+        return answer
+
+    def claim_many(self, asks: Sequence[ClaimAsk]) -> list[ClaimAnswer]:
+        """``SQLStore.claim_many``: the regular first-attempt claims (the common case) in one
+        statement, one round trip and one commit, which also reads back the rows of the jobs
+        whose claims were not won; the others one by one."""
+        return self.settle_and_claim((), asks)[1]
+
+    def settle_many(self, outcomes: Sequence[SettleAsk]) -> list[bool | StoreError]:
+        """``SQLStore.settle_many`` in one statement, one round trip and one commit (a job's
+        row is written once, the last one given)."""
+        return self.settle_and_claim(outcomes, ())[0]
+
+    def settle_and_claim(
+        self, outcomes: Sequence[SettleAsk], asks: Sequence[ClaimAsk]
+    ) -> tuple[list[bool | StoreError], list[ClaimAnswer]]:
+        """``SQLStore.settle_and_claim``: the outcomes and the regular first-attempt claims in
+        one transaction and one round trip (two statements, pipelined); the other claims one
+        by one, after it."""
+        if any(row is None for *_, row in outcomes):  # (not from the Scheduler)
+            return super().settle_many(outcomes), self.claim_many(asks)
+        claims: list[ClaimAnswer] = [("", None)] * len(asks)
+        # (attempt 1, with a row and a guard: the others are claimed one by one, after it.)
+        batch = [
+            (i, ask)
+            for i, ask in enumerate(asks)
+            if ask[3] == 1 and ask[6] is not None and ask[7] is not None
+        ]
+        statements = []
+        if outcomes:
+            statements.append((self._q(_SETTLE_MANY), self._settle_params(outcomes)))
+        if batch:
+            statements.append((self._q(_CLAIM_MANY), self._claim_params(batch)))
+        settled: list[bool | StoreError] = []
+        try:
+            results = (
+                []
+                if not statements
+                else self._pipeline("recording outcomes and claiming runs", statements)
+            )
+        except StoreError as exc:
+            settled = [exc] * len(outcomes)
+            for i, _ in batch:
+                claims[i] = exc
+        else:
+            if outcomes:
+                settled = self._settled(outcomes, results.pop(0))
+            if batch:
+                self._claimed(batch, results.pop(0), claims)
+        batched = {i for i, _ in batch}
+        for i, ask in enumerate(asks):
+            if i not in batched:
+                claims[i] = caught(self._claim_answer, ask)
+        return settled, claims
+
+    def _pipeline(self, what: str, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+        """Run ``statements`` in one transaction, sent together (one round trip); their
+        rows."""
+        db = self._handle(what)
+        if len(statements) == 1:
+            return [self._read(what, *statements[0])]
+        psycopg = _psycopg()
+        conn = db.conn
+        try:
+            with conn.pipeline(), conn.transaction():
+                cursors = [conn.execute(sql, params) for sql, params in statements]
+            return [cursor.fetchall() for cursor in cursors]
+        except psycopg.Error as exc:
+            self._lost(exc)
+            raise self._fail(what, exc) from exc
+
+    def _claim_params(self, batch: Sequence[tuple[int, ClaimAsk]]) -> tuple[Any, ...]:
+        claims = []
+        for _, (key, job_id, due, attempt, now, lease_ns, row, guard) in batch:
+            assert row is not None
+            values = (guard, key, due, attempt, now + lease_ns, now, job_id)
+            claims.append(values + job_values(row, 0, now)[2:])
+        return (json.dumps(claims), [ask[1] for _, ask in batch], self.worker)
+
+    def _claimed(
+        self,
+        batch: Sequence[tuple[int, ClaimAsk]],
+        result: list[Any],
+        answers: list[ClaimAnswer],
+    ) -> None:
+        """Fill ``answers`` for ``batch`` from what ``_CLAIM_MANY`` answered."""
+        found = {found[0]: found[1:] for found in result}
+        for i, (key, job_id, *_, row, _) in batch:
+            rev, won, due, *columns = found[job_id]
+            if rev is None:
+                if due:  # still due here: another transaction holds the row
+                    answers[i] = ("busy", None)
+                else:
+                    answers[i] = ("lost", None if columns[0] is None else read_row(columns))
+                continue
+            assert row is not None
             self._wrote((row,), rev)
-        return True
+            if won is None:
+                answers[i] = ("done", None)
+            else:
+                self._held.add(key)
+                answers[i] = ("won", None)
+
+    def _settle_params(self, outcomes: Sequence[SettleAsk]) -> tuple[Any, ...]:
+        rows: dict[str, tuple[Any, ...]] = {}
+        runs = []
+        for key, attempt, state, error, now, row in outcomes:
+            assert row is not None
+            rows[row.id] = (row.id, *job_values(row, 0, now)[2:])
+            runs.append((key, attempt, state, now if state != "failed" else None, error))
+        return (json.dumps(runs), self.worker, json.dumps(list(rows.values())))
+
+    def _settled(self, outcomes: Sequence[SettleAsk], result: list[Any]) -> list[bool | StoreError]:
+        """The answers to ``outcomes`` from what ``_SETTLE_MANY`` answered."""
+        ((keys, ids, revs),) = result
+        written = dict(zip(ids or (), revs or (), strict=True))
+        for *_, row in outcomes:
+            assert row is not None
+            rev = written.get(row.id)
+            if rev is not None:
+                self._wrote((row,), rev)
+        recorded = set(keys or ())
+        self._held.difference_update(recorded)
+        # Not recorded: written already (a retry after a lost commit)? The general path checks.
+        # (super() bound here: inside a comprehension it has no arguments before Python 3.12.)
+        settle = super().settle
+        return [
+            True if outcome[0] in recorded else caught(settle, *outcome) for outcome in outcomes
+        ]
+
+    def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
+        """``SQLStore.insert_new``; one new job outside a batch (``schedule()``, the common
+        case) takes one round trip."""
+        if self._batch or len(rows) != 1:
+            return super().insert_new(rows, now)
+        (row,) = rows
+        values = job_values(row, 0, now)
+        ((rev, _),) = self._read(
+            "saving jobs",
+            self._q(_INSERT_ONE),
+            (row.id, *values[2:], *ENDED_STATES, self._channel, self.worker),
+        )
+        if rev is None:
+            return [row.id]
+        self._wrote(rows, rev)
+        return []
 
     # -- opening ----------------------------------------------------------------------------------
 
