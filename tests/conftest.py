@@ -205,12 +205,17 @@ def until(
     timeout: float = WAIT,
     what: str | None = None,
     every: float = 0.001,
+    explain: Callable[[], str] | None = None,
 ) -> None:
     """Poll ``predicate`` (yielding ``every`` seconds at a time: 1 ms) until it holds; fail
-    after ``timeout`` real seconds, which only a hang reaches, saying ``what`` was awaited."""
+    after ``timeout`` real seconds, which only a hang reaches, saying ``what`` was awaited and,
+    with ``explain``, what it returns (the state of worker processes, say)."""
     deadline = time.monotonic() + timeout
     pause = threading.Event()
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what or repr(predicate)} not reached within {timeout} s")
+            message = f"{what or repr(predicate)} not reached within {timeout} s"
+            if explain is not None:
+                message = f"{message}\n{explain()}"
+            raise AssertionError(message)
         pause.wait(every)

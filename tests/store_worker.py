@@ -14,7 +14,9 @@ from the epoch second ANCHOR (id ``tick``), as every copy of an application woul
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 import threading
 from datetime import datetime, timezone
 
@@ -44,6 +46,8 @@ def main() -> None:
     parser.add_argument("--declare", type=float, default=None)
     parser.add_argument("--lease", type=float, default=2.0)
     opts = parser.parse_args()
+    # A test that times out asks every worker where its threads are (tests/workers.py).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     store = opts.store if "://" in opts.store else f"sqlite:///{opts.store}"
     fd = os.open(opts.effects, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     done = os.open(opts.effects + ".done", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

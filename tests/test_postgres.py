@@ -29,9 +29,13 @@ import pytest
 from psycopg import sql
 
 from duetime import (
+    ConflictingIdError,
     Cron,
     FakeClock,
+    FixedRate,
     InvalidArgument,
+    JobSucceeded,
+    Misfire,
     PostgresStore,
     Scheduler,
     StoreError,
@@ -156,6 +160,227 @@ def test_a_claim_does_not_wait_for_a_job_another_transaction_holds(
     s.shutdown()
 
 
+def test_a_batch_of_claims_answers_each_as_a_single_claim_would(
+    pg_store: StoreMaker, pg_database: str, pg_schema: str
+) -> None:
+    # Two stores on one schema stand for two workers; the asks are built from the stored rows
+    # (guard = the row's due time), as the Scheduler builds them.
+    maker = Scheduler(FakeClock(T0), store=pg_store())
+    maker.register("rec", print)
+    for i in range(6):
+        maker.schedule("rec", 10 + i, id=f"j{i}")
+    a, b = pg_store(), pg_store()
+    a.open("worker-a")
+    b.open("worker-b")
+    try:
+        rows = {row.id: row for row in a.load_rows()}
+        now = time.time_ns()
+
+        def ask(job: str, key: str, guard: int | None = None) -> Any:
+            row = rows[job]
+            base = row.next_base if guard is None else guard
+            return (key, job, row.next_base, 1, now, 30 * 10**9, row, base)
+
+        assert a.claim_many([ask(f"j{i}", f"k{i}") for i in range(3)]) == [("won", None)] * 3
+        # The same keys again (the rows still match the guards): ran already, "done"; a new
+        # key: won; a guard the row has moved from: lost, with the row read back; another
+        # transaction holds j5's row: busy, at once.
+        with psycopg.connect(pg_database) as other:
+            other.execute(
+                sql.SQL("SELECT 1 FROM {}.jobs WHERE id = 'j5' FOR UPDATE").format(
+                    sql.Identifier(pg_schema)
+                )
+            )
+            started = time.monotonic()
+            answers = b.claim_many(
+                [ask("j0", "k0"), ask("j1", "k1-new"), ask("j3", "k3", guard=1), ask("j5", "k5")]
+            )
+            assert time.monotonic() - started < 2.0
+            other.rollback()
+        assert not any(isinstance(answer, StoreError) for answer in answers)
+        assert [answer[0] for answer in answers] == ["done", "won", "lost", "busy"]  # type: ignore[index]
+        lost_row = answers[2][1]  # type: ignore[index]
+        assert lost_row is not None and lost_row.id == "j3"
+        assert lost_row.next_base == rows["j3"].next_base
+        # Outcomes, fenced by worker and attempt: b cannot settle a's runs.
+        settle = [("k0", 1, "succeeded", None, now, rows["j0"])]
+        assert b.settle_many([*settle, ("k2", 1, "succeeded", None, now, rows["j2"])]) == [
+            False,
+            False,
+        ]
+        outcomes = [
+            ("k0", 1, "succeeded", None, now, rows["j0"]),
+            ("k2", 1, "dead", "ValueError: x", now, rows["j2"]),
+            ("k1", 2, "succeeded", None, now, rows["j1"]),  # not this attempt
+        ]
+        assert a.settle_many(outcomes) == [True, True, False]
+        assert a.settle_many(outcomes[:2]) == [True, True]  # written already: the same answer
+        states = {run.key: (run.state, run.worker) for run in a.runs(None, None, 10)}
+        assert states == {
+            "k0": ("succeeded", "worker-a"),
+            "k1": ("running", "worker-a"),
+            "k2": ("dead", "worker-a"),
+            "k1-new": ("running", "worker-b"),
+        }
+    finally:
+        a.close()
+        b.close()
+        maker.shutdown()
+
+
+class _CountingStore(PostgresStore):
+    """A PostgresStore that records the size of each batch of claims and of outcomes (all of
+    them pass through ``settle_and_claim``), and how many carried both."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.claims: list[int] = []
+        self.outcomes: list[int] = []
+        self.both = 0
+
+    def settle_and_claim(self, outcomes: Any, asks: Any) -> Any:
+        if asks:
+            self.claims.append(len(asks))
+        if outcomes:
+            self.outcomes.append(len(outcomes))
+        self.both += bool(asks and outcomes)
+        return super().settle_and_claim(outcomes, asks)
+
+
+def test_the_runner_claims_due_fires_and_writes_their_outcomes_in_batches(
+    pg_database: str, pg_schema: str
+) -> None:
+    clock = FakeClock(T0)
+    store = _CountingStore(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store, executor="inline")
+    ran: list[str] = []
+    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    for i in range(40):
+        s.schedule("rec", 10, id=f"j{i:02}")
+    # A fixed-rate job eleven fires behind when the clock jumps, each to be run: its fires are
+    # claimed one after the other, never two in one batch.
+    s.schedule("rec", FixedRate(1, start=T0), id="rate", misfire=Misfire.RUN_ALL)
+    s.start()
+    try:
+        clock.advance(10)
+        until(lambda: len(ran) >= 51, 20, what="51 runs")
+        assert s.wait_idle(10)
+        # Idle means written: every run's outcome is in the store.
+        runs = s.runs(limit=100)
+        assert len(runs) == len(ran) == len(set(ran)) == 51
+        assert all(run.state == "succeeded" for run in runs)
+    finally:
+        s.shutdown()
+    assert max(store.claims) == 16  # batches, at most 16 fires each
+    assert sum(store.claims) == 51
+    assert len(store.claims) < 51 / 4
+    assert sum(store.outcomes) == 51 and len(store.outcomes) < 51 / 4
+    assert store.both >= 2  # outcomes written in the transaction of the next claims
+    rate = sorted(key for key in ran if key.startswith("rate@"))
+    assert len(rate) == 11  # T0 .. T0+10 s, each once
+
+
+def test_a_batch_that_mostly_lost_reads_the_other_workers_changes_instead_of_claiming(
+    pg_database: str, pg_schema: str
+) -> None:
+    # b loads 40 jobs and sleeps (an hour-long poll); a runs them all meanwhile. b wakes to 40
+    # fires due that another worker took: its first batch loses, and then it reads a's changes
+    # at once rather than losing a claim for each of the other 24.
+    clock_b = FakeClock(T0)
+    b_store = _CountingStore(pg_database, schema=pg_schema, poll_interval=3600)
+    b = Scheduler(clock_b, store=b_store, executor="inline", lease=3600)
+    ran: list[str] = []
+    b.register("rec", lambda: ran.append("b"))
+    for i in range(40):
+        b.schedule("rec", 10, id=f"j{i:02}")
+    b.start()
+    try:
+        b.wait_idle(10)  # (b has looked at the store and sleeps)
+        clock_a = FakeClock(T0)
+        a = Scheduler(clock_a, store=PostgresStore(pg_database, schema=pg_schema))
+        a.register("rec", lambda: ran.append("a"))
+        clock_a.advance(10)
+        assert a.run_pending() == 40
+        a.shutdown()
+        clock_b.advance(10)
+        until(lambda: bool(b_store.claims), 10, what="b's first claims")
+        assert b.wait_idle(10)
+        assert not any(job.next_run_time for job in b.jobs())
+    finally:
+        b.shutdown()
+    assert ran == ["a"] * 40
+    assert b_store.claims == [16]
+
+
+def test_a_fire_skipped_in_a_batch_is_written_after_the_outcome_before_it(
+    pg_store: StoreMaker,
+) -> None:
+    # A run's outcome waits in the outbox; before the runner looks again the clock jumps, so
+    # the job's next fire is skipped (misfire SKIP) in the batch that writes that outcome. The
+    # row the store keeps must be the one after the skip, not the older one of the outcome.
+    clock = FakeClock(T0)
+    s = Scheduler(clock, store=pg_store(), executor="inline", misfire=Misfire.SKIP, grace=1)
+    s.register("tick", lambda: None)
+    job = s.schedule("tick", FixedRate(10, start=T0 + timedelta(seconds=10)), id="tick")
+    jumps = [15]
+    # (The jump, once, after the first run's outcome went to the outbox: to T0 + 25 s.)
+    s.subscribe(lambda event: clock.advance(jumps.pop()) if jumps else None, JobSucceeded)
+    s.start()
+    try:
+        clock.advance(10)
+        until(lambda: not jumps and job.next_run_time is not None, 10, what="the jump")
+        until(lambda: job.next_run_time == T0 + timedelta(seconds=30), 10, what="the skip")
+        assert s.wait_idle(10)
+        clock.advance(5)  # T0 + 30 s
+        until(lambda: len(s.runs(job)) >= 2, 10, what="the fire at 30 s")
+        assert s.wait_idle(10)
+        keys = sorted(run.key.split("@")[1] for run in s.runs(job))
+    finally:
+        s.shutdown()
+    assert keys == [
+        (T0 + timedelta(seconds=10)).isoformat(),
+        (T0 + timedelta(seconds=30)).isoformat(),
+    ]
+    reader = pg_store()
+    reader.open("reader")
+    try:
+        row = reader.load_row("tick")
+    finally:
+        reader.close()
+    assert row is not None
+    assert row.next_base == job._base  # the store says what this process believes
+
+
+class _Blind(PostgresStore):
+    """A PostgresStore whose polls see nothing: another process's insert lands between this
+    one's look and its own insert (the start-up race of copies declaring the same job)."""
+
+    def changed_rows(self) -> Any:
+        return None
+
+
+def test_replace_takes_over_a_job_another_process_added_meanwhile(
+    pg_store: StoreMaker, pg_database: str, pg_schema: str
+) -> None:
+    clock = FakeClock(T0)
+    a = Scheduler(clock, store=pg_store())
+    b = Scheduler(clock, store=_Blind(pg_database, schema=pg_schema))
+    for s in (a, b):
+        s.register("rec", print)
+    try:
+        a.schedule("rec", FixedRate(60), id="tick", replace=True)
+        with pytest.raises(ConflictingIdError, match="tick"):
+            b.schedule("rec", FixedRate(30), id="tick")  # (no replace: refused, as before)
+        assert b.get("tick") is None
+        job = b.schedule("rec", FixedRate(30), id="tick", replace=True)
+        assert job is b.get("tick") and job.trigger == FixedRate(30)
+        row = b.store.load_row("tick")  # type: ignore[attr-defined]
+        assert row is not None and '["seconds",30]' in row.trigger
+    finally:
+        a.shutdown()
+        b.shutdown()
+
+
 def test_a_terminated_connection_is_reopened(
     pg_store: StoreMaker, admin: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -236,8 +461,8 @@ def test_four_workers_share_1000_jobs_each_run_once(
     # 2 ms of work per fire: one process alone would need 2 s, so all of them take part.
     procs = [workers.spawn(url, effects, "--work", "0.002") for _ in range(4)]
     try:
-        until(
-            lambda: _count(admin, pg_schema, "succeeded") == 1000, 60, "1000 fires", workers.EVERY
+        workers.until(
+            procs, lambda: _count(admin, pg_schema, "succeeded") == 1000, 60, "1000 fires"
         )
     finally:
         workers.stop(procs)
@@ -253,9 +478,10 @@ def test_schedulers_declaring_the_same_fixed_rate_run_each_fire_once(
     anchor = str(int(time.time()))
     procs = [workers.spawn(url, effects, "--declare", anchor) for _ in range(2)]
     try:
-        until(lambda: len(workers.lines(effects)) >= 25, 30, "25 ticks", workers.EVERY)
+        workers.until(procs, lambda: len(workers.lines(effects)) >= 25, 30, "25 ticks")
     finally:
         workers.stop(procs)
+    assert all(p.returncode == -signal.SIGKILL for p in procs)  # both declared and ran on
     keys = [k for k, _ in workers.lines(effects)]
     assert len(keys) == len(set(keys))  # no fire twice
     due = sorted(datetime.fromisoformat(k.split("@")[1]) for k in keys)
@@ -301,18 +527,15 @@ def test_a_stopped_worker_loses_its_run_and_its_late_outcome_is_refused(
     zombie = workers.spawn(url, effects, "--work", "1.0")
     procs = [zombie]
     try:
-        until(lambda: len(workers.lines(effects)) == 1, 20, "the first start", workers.EVERY)
+        workers.until(procs, lambda: len(workers.lines(effects)) == 1, 20, "the first start")
         zombie.send_signal(signal.SIGSTOP)  # mid-run: it stops renewing its lease (2 s)
         other = workers.spawn(url, effects, "--work", "1.0")
         procs.append(other)
-        until(
-            lambda: _count(admin, pg_schema, "succeeded") == 1,
-            30,
-            "the other worker",
-            workers.EVERY,
+        workers.until(
+            procs, lambda: _count(admin, pg_schema, "succeeded") == 1, 30, "the other worker"
         )
         zombie.send_signal(signal.SIGCONT)
-        until(lambda: len(workers.lines(done)) == 2, 20, "both ends", workers.EVERY)
+        workers.until(procs, lambda: len(workers.lines(done)) == 2, 20, "both ends")
     finally:
         workers.stop(procs)
     starts = workers.lines(effects)
@@ -362,7 +585,8 @@ def test_a_restart_herd_of_ten_workers(
     effects = tmp_path / "effects.txt"
     procs = [workers.spawn(url, effects) for _ in range(10)]
     try:
-        until(
+        workers.until(
+            procs,
             lambda: (
                 admin.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE "
@@ -372,10 +596,9 @@ def test_a_restart_herd_of_ten_workers(
             ),
             60,
             "ten workers to start",
-            workers.EVERY,
         )
         keys = workers.fill(url, 300)
-        until(lambda: _count(admin, pg_schema, "succeeded") == 300, 60, "300 fires", workers.EVERY)
+        workers.until(procs, lambda: _count(admin, pg_schema, "succeeded") == 300, 60, "300 fires")
     finally:
         workers.stop(procs)
     assert sorted(k for k, _ in workers.lines(effects)) == sorted(keys)
@@ -388,14 +611,17 @@ def test_workers_whose_clocks_differ_by_a_second_run_each_fire_once(
     effects = tmp_path / "effects.txt"
     keys = workers.fill(url, 200)
     anchor = str(int(time.time()))
+    # (Work of 20 ms a job: the 200 take one worker 4 s, longer than the other takes to start,
+    # so that both get a share whatever their start-up times.)
     procs = [
-        workers.spawn(url, effects, "--work", "0.005", "--offset", "0.5", "--declare", anchor),
-        workers.spawn(url, effects, "--work", "0.005", "--offset", "-0.5", "--declare", anchor),
+        workers.spawn(url, effects, "--work", "0.02", "--offset", "0.5", "--declare", anchor),
+        workers.spawn(url, effects, "--work", "0.02", "--offset", "-0.5", "--declare", anchor),
     ]
     try:
-        until(lambda: _count(admin, pg_schema, "succeeded") >= 230, 60, "the fires", workers.EVERY)
+        workers.until(procs, lambda: _count(admin, pg_schema, "succeeded") >= 230, 60, "the fires")
     finally:
         workers.stop(procs)
+    assert all(p.returncode == -signal.SIGKILL for p in procs)  # both declared and ran on
     ran = [k for k, _ in workers.lines(effects)]
     assert len(ran) == len(set(ran))  # no fire twice, whoever's clock was ahead
     assert set(keys) <= set(ran)
