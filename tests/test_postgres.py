@@ -41,6 +41,7 @@ from duetime import (
     StoreError,
     current_run,
 )
+from duetime.stores import postgres
 
 from . import workers
 from .conftest import until
@@ -104,6 +105,49 @@ def test_a_newer_schema_is_refused(pg_store: StoreMaker, pg_schema: str, admin: 
     )
     with pytest.raises(StoreError, match=r"schema version is 99, newer than this duetime"):
         Scheduler(FakeClock(T0), store=pg_store())
+
+
+def test_a_worker_that_waited_while_another_created_the_schema_leaves_it_alone(
+    pg_store: StoreMaker, pg_database: str, pg_schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    # A restart herd: one worker creates the schema while the others wait for it. A waiter that
+    # ran the script again would take CREATE INDEX's and CREATE TRIGGER's table locks beside
+    # workers already using the tables, and deadlock with them (CI saw it). Running the script
+    # again drops and re-creates the trigger, so the trigger's oid tells.
+    clock = FakeClock(T0)
+    opened: list[Scheduler] = []
+    waiter = threading.Thread(target=lambda: opened.append(Scheduler(clock, store=pg_store())))
+    schema = sql.Identifier(pg_schema)
+    # The first worker, played by hand; admin watches (pg_stat_activity holds still inside a
+    # transaction, so not from the one holding the lock).
+    with psycopg.connect(pg_database) as first:
+        first.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"duetime:{pg_schema}",))
+        waiter.start()
+        until(
+            lambda: (
+                admin.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' "
+                    "AND application_name LIKE 'duetime%%' AND datname = current_database()"
+                ).fetchone()
+                == (1,)
+            ),
+            what="the second worker to wait for the first",
+        )
+        first.execute(postgres._SCHEMA.replace("{s}", schema.as_string(first)))
+        first.execute(
+            sql.SQL("INSERT INTO {}.meta VALUES ('schema', %s)").format(schema),
+            (postgres.SCHEMA_VERSION,),
+        )
+    # (Leaving the block committed and closed the first's connection: the lock is free.)
+    trigger = "SELECT oid FROM pg_trigger WHERE tgname = 'stamp_xid' AND tgrelid = %s::regclass"
+    jobs = (sql.Identifier(pg_schema, "jobs").as_string(admin),)
+    created = admin.execute(trigger, jobs).fetchone()
+    waiter.join(timeout=30)
+    assert not waiter.is_alive()
+    assert admin.execute(trigger, jobs).fetchone() == created
+    (s,) = opened
+    assert s.jobs() == []
+    s.shutdown()
 
 
 def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:

@@ -723,17 +723,27 @@ class PostgresStore(SQLStore):
         try:
             version = self._version(conn)
             if version is None:
-                with conn.transaction():
-                    # Serialize first uses (a restart herd): DDL racing DDL fails otherwise.
-                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self._channel,))
-                    if self._version(conn) is None:
-                        # (No parameters: psycopg sends the script as one simple query.)
-                        conn.execute(_SCHEMA.replace("{s}", s).encode())
-                        conn.execute(
-                            f"INSERT INTO {s}.meta (key, value) VALUES ('schema', %s) "
-                            "ON CONFLICT (key) DO NOTHING",
-                            (SCHEMA_VERSION,),
-                        )
+                # Serialize first uses (a restart herd): only the first creates. The check is
+                # made again in a transaction begun *after* the lock is held: a transaction that
+                # was already open while another worker created the schema keeps answering from
+                # its stale catalog cache that nothing exists, and running the script again
+                # beside workers already using the tables deadlocks (CREATE INDEX and CREATE
+                # TRIGGER lock the tables even when there is nothing to create).
+                key = (self._channel,)
+                conn.execute("SELECT pg_advisory_lock(hashtext(%s))", key)
+                try:
+                    with conn.transaction():
+                        if self._version(conn) is None:
+                            # (No parameters: psycopg sends the script as one simple query.)
+                            conn.execute(_SCHEMA.replace("{s}", s).encode())
+                            conn.execute(
+                                f"INSERT INTO {s}.meta (key, value) VALUES ('schema', %s) "
+                                "ON CONFLICT (key) DO NOTHING",
+                                (SCHEMA_VERSION,),
+                            )
+                finally:
+                    if not conn.closed:
+                        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", key)
                 version = self._version(conn)
         except psycopg.Error as exc:
             raise self._fail("creating the tables", exc) from exc
