@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from duetime import (
     JobState,
     Scheduler,
     SchedulerShutdownError,
+    SQLiteStore,
     current_run,
 )
 from duetime.testing import FAKE_START
@@ -307,3 +310,59 @@ def test_async_callables_run_on_the_applications_loop() -> None:
 
     asyncio.run(main())
     assert loops == [True, True]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
+    """Make stores on one durable database (a SQLite file, or this test's PostgreSQL schema)."""
+    if request.param == "sqlite":
+        return lambda: SQLiteStore(tmp_path / "jobs.db")
+    pg_store: Callable[[], Any] = request.getfixturevalue("pg_store")
+    return pg_store
+
+
+def test_the_asyncio_runner_on_a_durable_store_claims_records_and_survives_a_restart(
+    durable: Callable[[], Any],
+) -> None:
+    clock = FakeClock(start=FAKE_START)
+    keys: list[str] = []
+
+    async def fetch(name: str) -> str:
+        run = current_run()
+        assert run is not None
+        await asyncio.sleep(0)
+        keys.append(run.key)
+        return name
+
+    def tidy() -> None:
+        run = current_run()
+        assert run is not None
+        keys.append(run.key)
+
+    stores = [durable(), durable()]
+
+    async def first() -> None:
+        async with AsyncScheduler(clock=clock, store=stores[0]) as s:
+            s.register("fetch", fetch)
+            s.register("tidy", tidy)
+            s.schedule("fetch", FixedRate(10), args=("a",), id="every-10")
+            s.schedule("tidy", 5, id="once")
+            clock.advance(10)
+            await s.idle()
+
+    async def second() -> list[tuple[str, str]]:
+        async with AsyncScheduler(clock=clock, store=stores[1]) as s:
+            s.register("fetch", fetch)
+            s.register("tidy", tidy)
+            assert [j.id for j in s.jobs()] == ["every-10"]
+            clock.advance(10)
+            await s.idle()
+            return sorted((r.job_id, r.state) for r in s.runs())
+
+    asyncio.run(first())
+    assert sorted(k.split("@")[0] for k in keys) == ["every-10", "once"]
+    runs = asyncio.run(second())
+    assert runs == [("every-10", "succeeded"), ("every-10", "succeeded"), ("once", "succeeded")]
+    assert len(set(keys)) == len(keys) == 3
+    # Leaving ``async with`` closed each store (PostgreSQL's listening thread and connections).
+    assert [store.is_open for store in stores] == [False, False]

@@ -2940,9 +2940,11 @@ class Scheduler:
                     with self._lock:
                         self._runner = None
         finally:
-            if self._durable and (wait or runner is None):
+            if self._durable and (runner is None or (wait and not isinstance(runner, AsyncRunner))):
                 # The end of the scheduler's life: its connection goes too. (Without wait, runs
-                # still going will record their outcomes: the lease covers them instead.)
+                # still going will record their outcomes: the lease covers them instead. An
+                # asyncio runner cannot be waited for from here: it closes the store itself
+                # once its tasks are done, in _serve.)
                 with self._lock:
                     self._store.close()  # type: ignore[attr-defined]
 
@@ -2962,6 +2964,10 @@ class Scheduler:
         finally:
             with self._lock:
                 self._runner = None
+                # shutdown() without wait (all a coroutine may call) left a durable store open
+                # for the runs still going; the runner has awaited them, so it can go now.
+                if self._shutdown and self._durable:
+                    self._store.close()  # type: ignore[attr-defined]
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).
