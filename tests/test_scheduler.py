@@ -7,6 +7,7 @@ import re
 import sys
 import threading
 import typing
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,6 +39,7 @@ from duetime import (
     Run,
     ScheduleOptions,
     Scheduler,
+    SchedulerShutdownError,
     SystemClock,
     current_run,
 )
@@ -1273,3 +1275,26 @@ def test_an_async_generator_job_fails_instead_of_counting_a_success(scheduler: S
     assert ran == [] and job.state is JobState.FAILED
     assert isinstance(job.last_error, TypeError) and "async generator" in str(job.last_error)
     assert scheduler.stats().succeeded == 0
+
+
+def test_after_shutdown_nothing_more_runs_by_any_door(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    # "No further occurrence starts": not through the manual drivers, not through trigger().
+    scheduler.schedule(calls.append, 10, args=("once",), id="once")
+    scheduler.schedule(calls.append, FixedRate(5), args=("tick",), id="tick")
+    fake_clock.advance(10)
+    scheduler.shutdown()
+    before = fake_clock.time_ns()
+    doors: list[tuple[str, Callable[[], object]]] = [
+        ("trigger", lambda: scheduler.trigger("once")),
+        ("run_pending", scheduler.run_pending),
+        ("step", scheduler.step),
+        ("run_until", lambda: scheduler.run_until(T0 + timedelta(hours=1))),
+        ("run_for", lambda: scheduler.run_for(60)),
+    ]
+    for name, door in doors:
+        with pytest.raises(SchedulerShutdownError, match=f"cannot {name}: the scheduler has been"):
+            door()
+    assert calls == []
+    assert fake_clock.time_ns() == before

@@ -1262,8 +1262,14 @@ class Scheduler:
 
         Without a running runner it runs at once in the calling thread; with one, it is handed
         to the runner like any due occurrence.
+
+        Raises:
+            JobLookupError: No job has that id.
+            SchedulerShutdownError: The scheduler has been shut down.
         """
         with self._lock:
+            if self._shutdown:
+                raise SchedulerShutdownError("trigger")
             job = self._lookup(job_or_id)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
@@ -2617,6 +2623,8 @@ class Scheduler:
     # -- driving time by hand -------------------------------------------------------------------
 
     def _steppable(self, method: str) -> SteppableClock:
+        if self._shutdown:
+            raise SchedulerShutdownError(method)
         clock = self._clock
         if self._durable:
             with self._lock:
@@ -2646,9 +2654,14 @@ class Scheduler:
 
         Returns:
             How many occurrences ran.
+
+        Raises:
+            SchedulerShutdownError: The scheduler has been shut down.
         """
         clock = self._clock
         with self._lock:
+            if self._shutdown:
+                raise SchedulerShutdownError("run_pending")
             if self._durable:
                 self._sync_locked()
             wall = clock.time_ns()
@@ -2682,6 +2695,10 @@ class Scheduler:
 
         Returns:
             The ``Run`` that ran, or None if nothing is queued (by ``until``).
+
+        Raises:
+            TypeError: The clock is not steppable (e.g. ``SystemClock``).
+            SchedulerShutdownError: The scheduler has been shut down.
         """
         clock = self._steppable("step")
         horizon = None if until is None else self._target("until", until)
@@ -2727,6 +2744,7 @@ class Scheduler:
 
         Raises:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
+            SchedulerShutdownError: The scheduler has been shut down.
         """
         clock = self._steppable("run_until")
         return self._run_durable(clock, self._target("when", when))
@@ -2743,7 +2761,12 @@ class Scheduler:
         raise TypeError(f"{param} must be an aware datetime or epoch seconds, got {when!r}")
 
     def run_for(self, seconds: float | int | timedelta) -> int:
-        """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta)."""
+        """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta).
+
+        Raises:
+            TypeError: The clock is not steppable (e.g. ``SystemClock``).
+            SchedulerShutdownError: The scheduler has been shut down.
+        """
         clock = self._steppable("run_for")
         span = duration_ns("seconds", seconds)
         return self._run_durable(clock, clock.time_ns() + span)
