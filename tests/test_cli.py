@@ -5,6 +5,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from duetime import FakeClock, FixedRate, Scheduler
@@ -102,6 +103,17 @@ def test_store_commands_report_bad_ids_and_stores(
     assert "which does not exist" in capsys.readouterr().err
     assert main(["jobs", "--store", "postgresql://nowhere.invalid/app"]) == 1
     assert "connecting failed" in capsys.readouterr().err
+    if store_url.startswith("postgresql:"):
+        # A mistyped schema is named, not created (it would list no jobs instead).
+        database = store_url.partition("?")[0]
+        missing = f"{database}?schema=missing_schema"
+        assert main(["jobs", "--store", missing]) == 2
+        assert "has no duetime schema 'missing_schema'" in capsys.readouterr().err
+        assert main(["cancel", "tick", "--store", missing]) == 2
+        assert "has no duetime schema 'missing_schema'" in capsys.readouterr().err
+        with psycopg.connect(database) as conn:
+            found = conn.execute("SELECT to_regnamespace('missing_schema')").fetchone()
+        assert found == (None,)
     assert main(["jobs", "--store", "mysql://db/app"]) == 2
     assert "store must be a store object or a URL" in capsys.readouterr().err
     assert main(["runs", "--store", store_url, "-n", "0"]) == 2

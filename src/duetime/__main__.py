@@ -23,6 +23,7 @@ from duetime.errors import DuetimeError, InvalidArgument, JobLookupError
 from duetime.job import Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
 
@@ -255,10 +256,20 @@ def _when(value: datetime | None) -> str | None:
 def _open(url: str) -> Scheduler:
     """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
     try:
-        store: SQLiteStore | str = SQLiteStore.from_url(url) if url.startswith("sqlite:") else url
-        # (Opening a path that does not exist would create an empty store: not what was meant.)
-        if isinstance(store, SQLiteStore) and not Path(store.path).exists():
-            raise _Usage(f"--store names {store.path!r}, which does not exist")
+        store: SQLiteStore | PostgresStore | str = url
+        # (Opening a store that does not exist would create an empty one: not what was meant.
+        # A mistyped name would then list no jobs instead of saying so.)
+        if url.startswith("sqlite:"):
+            store = SQLiteStore.from_url(url)
+            if not Path(store.path).exists():
+                raise _Usage(f"--store names {store.path!r}, which does not exist")
+        elif url.startswith(("postgresql:", "postgres:")):
+            store = PostgresStore.from_url(url)
+            if not store._created():
+                raise _Usage(
+                    f"--store: the database has no duetime schema {store.schema!r} (no scheduler "
+                    "has used it yet; choose another with ?schema=name)"
+                )
         return Scheduler(store=store)
     except InvalidArgument as exc:
         raise _Usage(f"--store: {exc}") from exc
@@ -345,7 +356,10 @@ def _parser() -> _Parser:
         help="ISO date or date-time to start after, read in --tz if it has no offset "
         "(default: now)",
     )
-    store_help = "the store: sqlite:///relative.db or sqlite:////absolute/path.db"
+    store_help = (
+        "the store: sqlite:///relative.db, sqlite:////absolute/path.db or "
+        "postgresql://user@host:5432/dbname[?schema=name]"
+    )
     p_jobs = sub.add_parser(
         "jobs", help="list a store's jobs", description="List the live jobs of a durable store."
     )

@@ -761,6 +761,20 @@ class PostgresStore(SQLStore):
                 "choose another schema= or drop this one",
             )
 
+    def _created(self) -> bool:
+        """Whether the schema's tables exist, looked at without creating them (the command line
+        asks before it opens a store: opening creates them).
+
+        Raises:
+            StoreError: The server cannot be reached.
+        """
+        psycopg = _psycopg()
+        try:
+            with self._connect() as conn:
+                return self._version(conn) is not None
+        except psycopg.Error as exc:
+            raise self._fail("connecting", exc) from exc
+
     def _version(self, conn: psycopg.Connection[Any]) -> int | None:
         s = _quote(self.schema)
         found = conn.execute("SELECT to_regclass(%s)", (f"{s}.meta",)).fetchone()
