@@ -57,6 +57,7 @@ from duetime import (
 from duetime.stores.sqlite import SCHEMA_VERSION
 
 from . import workers
+from .conftest import until
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -651,6 +652,36 @@ def test_a_running_scheduler_survives_a_locked_file(
         assert s.run_for(60) == 0  # the claim failed: logged, nothing run, nothing lost
     assert s.run_for(60) >= 1
     assert calls.keys[-1] == "t@2026-03-02T08:02:00+00:00"
+
+
+def test_outcomes_the_file_refused_are_logged_once_and_written_at_the_next_poll(
+    db: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Three runs claimed together; the first takes the file's write lock (another process
+    # would), so the three outcomes written together fail: one line for the lot, then the
+    # poll after the lock is gone writes them.
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    s = Scheduler(clock, store=SQLiteStore(db, busy_timeout=0.05), executor="inline")
+    s.register("lock", lambda: holder.execute("BEGIN IMMEDIATE"))
+    s.register("noop", lambda: None)
+    s.schedule("lock", 10, id="a")
+    s.schedule("noop", 10, id="b")
+    s.schedule("noop", 10, id="c")
+    caplog.set_level(logging.ERROR, "duetime")
+    s.start()
+    try:
+        clock.advance(10)
+        until(lambda: "could not record" in caplog.text, what="the failed write")
+        holder.execute("ROLLBACK")
+        clock.advance(1)  # a poll
+        until(lambda: len(s.runs(state="succeeded")) == 3, what="the outcomes written")
+    finally:
+        s.shutdown()
+        holder.close()
+    lines = [r.getMessage() for r in caplog.records if "could not record" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].startswith("could not record the outcome of 3 runs (")
+    assert "trying again at the next poll" in lines[0]
 
 
 def test_bad_store_arguments(tmp_path: Path) -> None:

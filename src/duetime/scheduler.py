@@ -2491,14 +2491,13 @@ class Scheduler:
         """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
         runs this worker no longer held, keep dead letters."""
         store: Any = self._store
+        owed: list[str] = []  # fire keys whose outcome could not be written
+        failure: StoreError | None = None
         for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
             job, fire, _, due, state, error, now = outcome
             if isinstance(answer, StoreError):
-                logger.error(
-                    "could not record the outcome of run %s (trying again at the next poll): %s",
-                    fire,
-                    answer,
-                )
+                owed.append(fire)
+                failure = answer
                 self._owed.append(outcome)
             elif not answer:
                 logger.warning(
@@ -2525,6 +2524,13 @@ class Scheduler:
                         )
                     except StoreError as exc:
                         logger.error("could not record dead letter %r: %s", job._id, exc)
+        if owed:
+            # One line for the lot: a store down for a while fails every outcome of every poll.
+            logger.error(
+                "could not record the outcome of %s (trying again at the next poll): %s",
+                f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
+                failure,
+            )
 
     def _pay_owed(self) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held)."""
