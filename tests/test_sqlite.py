@@ -57,7 +57,7 @@ from duetime import (
 from duetime.stores.sqlite import SCHEMA_VERSION
 
 from . import workers
-from .conftest import until
+from .conftest import WAIT, until
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -552,6 +552,79 @@ def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls
     assert t.run_for(30) == 1  # the retry, at its time
     assert [(r.state, r.attempt) for r in t.runs()] == [("dead", 2)]
     assert calls.keys == ["r@2026-03-02T08:00:05+00:00"] * 2
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no")
+
+
+def test_any_exception_a_job_raises_is_recorded_and_the_runner_goes_on(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # A NUL (PostgreSQL's text refuses it), a lone surrogate (UTF-8 refuses it), a __str__
+    # that raises: each is still the run's outcome, and the runner's batch is not lost.
+    errors = {
+        "nul": ValueError("a\x00b"),
+        "surrogate": ValueError("a\udcffb"),
+        "unprintable": _Unprintable(),
+    }
+
+    def boom(which: str) -> None:
+        raise errors[which]
+
+    s = open_scheduler(executor="inline")
+    s.register("boom", boom)
+    for which in errors:
+        s.schedule("boom", 10, args=[which], id=which)
+    s.schedule("record", 10, id="fine")
+    s.start()
+    clock.advance(10)
+    until(lambda: len(s.runs()) == 4 and all(r.finished for r in s.runs()), what="4 outcomes")
+    assert s.wait_idle(WAIT)
+    got = {r.job_id: (r.state, r.error) for r in s.runs()}
+    assert got == {
+        "nul": ("dead", "ValueError: a\\x00b"),
+        "surrogate": ("dead", "ValueError: a\\udcffb"),
+        "unprintable": ("dead", "_Unprintable: <message not printable>"),
+        "fine": ("succeeded", None),
+    }
+
+
+class _FailingOnce(SQLiteStore):
+    """A SQLiteStore whose first batch of claims fails with a bug, not a StoreError."""
+
+    failed = False
+
+    def settle_and_claim(self, *args: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("a bug")
+        return super().settle_and_claim(*args)
+
+
+def test_the_runner_survives_a_failure_of_its_own_and_runs_what_it_had_taken(
+    db: Path, clock: FakeClock, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Not a store refusal (a StoreError, which the claims' answers carry) but a bug: the
+    # runner says so, pauses, and tries the same fires again.
+    s = Scheduler(clock, store=_FailingOnce(db), executor="inline")
+    s.register("record", calls.record)
+    s.schedule("record", 10, id="a")
+    s.schedule("record", 10, id="b")
+    s.start()
+    try:
+        clock.advance(10)
+        until(lambda: "the runner failed" in caplog.text, what="the failure logged")
+        assert calls.keys == []
+        clock.advance(1)  # the pause
+        until(lambda: len(calls.keys) == 2, what="both fires run")
+        assert s.wait_idle(WAIT)
+        assert sorted(r.state for r in s.runs()) == ["succeeded", "succeeded"]
+    finally:
+        s.shutdown()
+    assert sorted(calls.keys) == ["a@2026-03-02T08:00:10+00:00", "b@2026-03-02T08:00:10+00:00"]
+    assert "RuntimeError: a bug" in caplog.text
 
 
 # -- batches ------------------------------------------------------------------------------------------

@@ -68,9 +68,22 @@ def error_text(error: BaseException | None) -> str | None:
         return None
     if isinstance(error, StoredError):
         return str(error)
-    text = str(error)
     name = type(error).__qualname__
+    try:
+        text = storable(str(error))
+    except Exception:  # a job's exception whose __str__ fails is still its outcome
+        text = "<message not printable>"
     return f"{name}: {text}" if text else name
+
+
+def storable(text: str) -> str:
+    """``text`` as every store can keep it: PostgreSQL's text takes no NUL, UTF-8 no lone
+    surrogate (both may come in a job's exception message); each is written escaped."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def parse_error(text: str | None) -> StoredError | None:

@@ -37,6 +37,9 @@ logger = logging.getLogger("duetime")
 #: Threads in the default executor.
 DEFAULT_WORKERS = 8
 
+# How long the durable runner pauses after an unexpected failure of its own (nanoseconds).
+_RECOVER = NS_PER_SECOND
+
 
 class RunnerLike(Protocol):
     """What the Scheduler asks of whatever runs it (the thread here, or asyncio's runner)."""
@@ -194,7 +197,16 @@ class Runner(HeadWatcher):
             # A durable store: outcomes wait for this thread, which writes them together.
             self.flushes = True
             try:
-                self._run_durable()
+                while not self._stop:
+                    try:
+                        self._run_durable()
+                    except Exception:
+                        # A store answering what it never should, or a bug: say so, and go
+                        # on after a pause, rather than stop running jobs for good.
+                        logger.exception(
+                            "the runner failed; it goes on in %.0f s", _RECOVER / NS_PER_SECOND
+                        )
+                        s.clock.wait(cond, _RECOVER / NS_PER_SECOND)
             finally:
                 self.flushes = False
                 s.flush()

@@ -272,6 +272,15 @@ _Outcome = tuple[Job, str, int, int, str, Exception | None, int]
 _BACKFILL_LIMIT = 100_000
 
 
+def _message(error: BaseException) -> str:
+    """A job's exception's message for a log line: a ``__str__`` that fails must not take the
+    runner down with it."""
+    try:
+        return str(error)
+    except Exception:
+        return "<message not printable>"
+
+
 def _store_from_url(url: str) -> MemoryStore:
     """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
     if url.startswith("sqlite:"):
@@ -1798,7 +1807,7 @@ class Scheduler:
                 job.id,
                 attempt,
                 type(error).__name__,
-                error,
+                _message(error),
                 delay,
             )
         else:
@@ -1807,7 +1816,7 @@ class Scheduler:
                 job.id,
                 attempt,
                 type(error).__name__,
-                error,
+                _message(error),
                 "" if isinstance(retry, NoRetry) else f"; it is dead after {attempt} attempt(s)",
                 exc_info=error,
             )
@@ -2124,9 +2133,18 @@ class Scheduler:
         self._queue_side(side, now)
 
     def _refresh(self) -> None:
-        """Read other processes' changes to the jobs (takes the lock)."""
-        with self._lock:
+        """Read other processes' changes to the jobs (takes the lock): PostgreSQL's listening
+        thread calls it when notified. It gives up once the scheduler is shut down: shutdown
+        closes the store holding the lock and waits for that thread, which must not be
+        waiting for the lock meanwhile."""
+        lock = self._lock
+        while not lock.acquire(timeout=0.05):
+            if self._shutdown:
+                return
+        try:
             self._sync_locked(full=False)
+        finally:
+            lock.release()
 
     def _sync_locked(self, full: bool = True) -> None:
         """Read other processes' changes (lock held); with ``full``, also renew this process's
@@ -2252,8 +2270,9 @@ class Scheduler:
         due now (a batch of up to ``_claim_limit`` fires, one per job), decide each in memory,
         then claim them from the store together, in the transaction that writes the outcomes
         waiting in the outbox (one round trip and one commit on PostgreSQL, where a fire's
-        claim and its outcome are otherwise most of its cost). Returns the occurrences to run,
-        in queue order; None if nothing was due (the outbox then waits). Lock held.
+        claim and its outcome are otherwise most of its cost). Returns the occurrences to run
+        (runs taken over from a lost worker first, then the claims won, in queue order); None
+        if nothing was due (the outbox then waits). Lock held.
 
         The batch stops at a second entry of a job already in it (its next fire, due too): a
         job's fires are claimed one after the other, so that the next one's guard is the row
@@ -2289,7 +2308,9 @@ class Scheduler:
             tb, entry, _ = head
             key = store.key_of(tb, entry)
             job = key if type(key) is Job else key.job
-            if id(job) in claiming:
+            if id(job) in claiming or id(job) in skipped:
+                # (A skipped job's row is written after the claims: a claim now would find the
+                # row before the skip, lose, and read the skip back out of existence.)
                 break
             store.take(tb, entry)
             prepared = self._prepare_claim(key, tb, entry >> DUE_SHIFT, wall, mono, skipped)
@@ -2302,9 +2323,19 @@ class Scheduler:
                     claiming.add(id(job))
             head = store.head(wall, mono)
         if asks or outcomes:
-            settled, answers = store.settle_and_claim(  # type: ignore[attr-defined]
-                settle, [ask for _, _, ask in asks]
-            )
+            try:
+                settled, answers = store.settle_and_claim(  # type: ignore[attr-defined]
+                    settle, [ask for _, _, ask in asks]
+                )
+            except Exception:
+                # Not the store's refusal (that is a StoreError answer): a bug. Put back what
+                # was taken, so that the runner, which logs it and pauses, tries it all again.
+                self._outbox[:0] = outcomes
+                for _, occ, _ in asks:
+                    occ[0]._running -= 1
+                    self._running_total -= 1
+                    self._reload(occ[0])
+                raise
             self._after_outcomes(outcomes, settle, settled)
             lost = 0
             for (key, occ, ask), answer in zip(asks, answers, strict=True):
@@ -2517,7 +2548,7 @@ class Scheduler:
                             job.id,
                             json.dumps(_asdict(row)),
                             _durable.error_text(error),
-                            dead.traceback,
+                            _durable.storable(dead.traceback),
                             dead.attempts,
                             due,
                             now,

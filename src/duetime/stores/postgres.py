@@ -263,6 +263,9 @@ _CHANGES = (
     "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
 )
 
+# How long a first use waits for another process creating the schema (seconds).
+_CREATE_WAIT = 60
+
 # Backoff between attempts to reopen a lost connection (seconds).
 _RECONNECT_FIRST = 0.05
 _RECONNECT_MAX = 5.0
@@ -730,7 +733,10 @@ class PostgresStore(SQLStore):
                 # beside workers already using the tables deadlocks (CREATE INDEX and CREATE
                 # TRIGGER lock the tables even when there is nothing to create).
                 key = (self._channel,)
+                # (Bounded: a worker stopped while it held the lock must not hang every start.)
+                conn.execute(f"SET lock_timeout = '{_CREATE_WAIT}s'")
                 conn.execute("SELECT pg_advisory_lock(hashtext(%s))", key)
+                conn.execute("RESET lock_timeout")
                 try:
                     with conn.transaction():
                         if self._version(conn) is None:
