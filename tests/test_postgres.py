@@ -151,6 +151,22 @@ def test_a_worker_that_waited_while_another_created_the_schema_leaves_it_alone(
     s.shutdown()
 
 
+def test_a_first_use_waits_for_a_stuck_creator_a_bounded_time(
+    pg_store: StoreMaker, pg_schema: str, admin: psycopg.Connection[Any], monkeypatch: Any
+) -> None:
+    # A worker stopped (SIGSTOP, a debugger) while it created the schema holds the creation
+    # lock: the others fail with a StoreError instead of hanging.
+    monkeypatch.setattr(postgres, "_CREATE_WAIT", 1)
+    lock = (f"duetime:{pg_schema}",)
+    admin.execute("SELECT pg_advisory_lock(hashtext(%s))", lock)
+    try:
+        with pytest.raises(StoreError, match=r"creating the tables failed \(.*lock timeout"):
+            Scheduler(FakeClock(T0), store=pg_store())
+    finally:
+        admin.execute("SELECT pg_advisory_unlock(hashtext(%s))", lock)
+    Scheduler(FakeClock(T0), store=pg_store()).shutdown()
+
+
 def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
     with pytest.raises(TypeError, match="dsn must be a str, got 5"):
         PostgresStore(5)  # type: ignore[arg-type]
