@@ -18,8 +18,10 @@ import random
 import signal
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -334,6 +336,67 @@ def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
     assert [(e.key, e.attempt) for e in lost] == [("x@2026-03-02T08:00:10+00:00", 2)]
     assert [(r.state, r.attempt) for r in t.runs()] == [("succeeded", 2)]
     assert "x" not in t
+
+
+def test_a_shutdown_during_a_batch_starts_nothing_more_and_its_rest_is_taken_over(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # Five fires claimed in one batch; the first one's job shuts its scheduler down. Nothing
+    # more starts; the other four stay claimed, and run once after their lease, elsewhere.
+    s = open_scheduler(lease=30, executor="inline")
+
+    def stop() -> None:
+        calls.record()
+        s.shutdown(wait=False)
+
+    s.register("stop", stop)
+    s.schedule("stop", 10, id="a0", priority=-1)  # first in the batch
+    for i in range(1, 5):
+        s.schedule("record", 10, id=f"a{i}")
+    s.start()
+    clock.advance(10)
+    t = open_scheduler(lease=30)
+    # (The stopping runner writes a0's outcome on its way out.)
+    until(lambda: ("a0", "succeeded") in {(r.job_id, r.state) for r in t.runs()}, what="a0")
+    assert calls.keys == ["a0@2026-03-02T08:00:10+00:00"]
+    assert t.run_for(10) == 0  # their leases have not run out
+    assert t.run_for(21) == 4
+    assert sorted(calls.keys[1:]) == [f"a{i}@2026-03-02T08:00:10+00:00" for i in range(1, 5)]
+    assert sorted((r.job_id, r.state) for r in t.runs()) == [
+        (f"a{i}", "succeeded") for i in range(5)
+    ]
+
+
+def test_a_worker_claims_no_more_than_its_threads_can_soon_run(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # Two threads: two runs going and two waiting; the other six due fires are left in the
+    # store for other processes until a thread is free.
+    release = threading.Event()
+    started: list[str] = []
+
+    def hold(name: str) -> None:
+        started.append(name)
+        release.wait(WAIT)
+
+    s = open_scheduler(executor=ThreadPoolExecutor(2))
+    s.register("hold", hold)
+    for i in range(10):
+        s.schedule("hold", 10, args=[f"j{i}"], id=f"j{i}")
+    s.start()
+    try:
+        clock.advance(10)
+        until(lambda: len(started) == 2, what="two runs going")
+        claimed = [r for r in s.runs() if r.state == "running"]
+        assert len(claimed) == 4
+        release.set()
+        until(lambda: len(started) == 10, what="all ten run")
+        assert s.wait_idle(WAIT)
+        assert sorted(r.state for r in s.runs()) == ["succeeded"] * 10
+    finally:
+        release.set()
+        s.shutdown()
+    assert sorted(started) == [f"j{i}" for i in range(10)]
 
 
 def test_a_completion_after_the_lease_was_taken_over_is_refused(

@@ -44,9 +44,10 @@ class Engine:
             now (lock held).
         begin: ``(key, timebase, due, wall, mono) -> Occ | None``: decide whether a taken entry
             runs now (lock held).
-        begin_due: With a durable store, ``(wall, mono) -> [Occ] | None``: ``pop_due`` and
-            ``begin`` for every fire due now at once (up to a batch), claimed together; None
-            if nothing was due (lock held). None without a durable store.
+        begin_due: With a durable store, ``(wall, mono, most) -> [Occ] | None``: ``pop_due``
+            and ``begin`` for every fire due now at once (up to a batch, and to ``most`` if not
+            None), claimed together; None if nothing was due (lock held). None without a
+            durable store.
         flush: ``() -> None``: write the outcomes waiting to be recorded in a durable store
             (lock held; never raises a store's failure). While a runner's ``flushes`` is
             true, outcomes wait for this call instead of being written one by one.
@@ -79,7 +80,7 @@ class Engine:
     wall_queued: Callable[[], bool]
     pop_due: Callable[[int, int], tuple[Any, int, int] | None]
     begin: Callable[[Any, int, int, int, int], Occ | None]
-    begin_due: Callable[[int, int], list[Occ] | None] | None
+    begin_due: Callable[[int, int, int | None], list[Occ] | None] | None
     flush: Callable[[], None]
     execute: Callable[[Occ], None]
     finish: Callable[[Occ, Any, Exception | None], None]

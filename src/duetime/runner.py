@@ -143,6 +143,18 @@ class Runner(HeadWatcher):
         # (The Scheduler checked both specs when it was built.)
         self._default: cf.Executor | None = None if inline else spec
         self._named: dict[str, Any] = dict(engine.executors)
+        self._cap = self._in_flight_cap()
+
+    def _in_flight_cap(self) -> int | None:
+        """How many runs handed to executors this runner may have claimed from a durable store
+        and not finished: twice the executors' workers (one run going on and one waiting for
+        each), so that a worker process does not hoard due fires that other processes, idle,
+        could run. None: no cap (jobs run inline, or an executor does not say its size)."""
+        pools = [ex for ex in (self._default, *self._named.values()) if ex not in (None, "inline")]
+        sizes = [getattr(ex, "_max_workers", None) for ex in pools]
+        if not pools or not all(isinstance(n, int) for n in sizes):
+            return None
+        return 2 * sum(sizes)  # type: ignore[arg-type]
 
     # -- life -------------------------------------------------------------------------------------
 
@@ -241,11 +253,23 @@ class Runner(HeadWatcher):
         cond = s.cond
         begin_due = s.begin_due
         assert begin_due is not None
+        cap = self._cap
         while not self._stop:
             wall = clock.time_ns()
             mono = clock.monotonic_ns()
             self._poll(mono)
-            occs = begin_due(wall, mono)  # (writes the waiting outcomes with its claims)
+            room = None if cap is None else cap - len(self._futures)
+            if room is not None and room <= 0:
+                # The executors are full: claim nothing more (other processes may take what
+                # falls due) until a run finishes, which wakes this thread.
+                s.flush()
+                self._sleeping = True
+                try:
+                    clock.wait(cond, s.poll / NS_PER_SECOND)
+                finally:
+                    self._sleeping = False
+                continue
+            occs = begin_due(wall, mono, room)  # (writes the waiting outcomes with its claims)
             if occs is not None:
                 events = s.take_events()
                 cond.release()
@@ -253,6 +277,13 @@ class Runner(HeadWatcher):
                     if events:
                         s.emit(events)
                     for i, occ in enumerate(occs):
+                        if self._stopping():
+                            # shutdown() came during the batch: nothing more starts. The rest
+                            # stay claimed in the store, for whoever takes them over when
+                            # their leases run out (another process, or this one restarted).
+                            for rest in occs[i:]:
+                                s.abandon(rest, failed=True)
+                            break
                         if i and clock.monotonic_ns() >= self._next_poll:
                             # Inline runs take their time: renew the leases of the rest.
                             with cond:
@@ -263,6 +294,10 @@ class Runner(HeadWatcher):
                 continue
             s.flush()  # nothing due: write the waiting outcomes alone
             self._sleep(wall, mono)
+
+    def _stopping(self) -> bool:
+        """Whether stop() was called (read afresh: it comes from another thread)."""
+        return self._stop
 
     def _sleep(self, wall: int, mono: int) -> None:
         """Sleep until the head is due, or until woken (lock held)."""

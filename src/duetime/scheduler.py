@@ -2265,7 +2265,7 @@ class Scheduler:
         (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
         return self._claimed(key, occ, ask, answer)
 
-    def _begin_due(self, wall: int, mono: int) -> list[Occ] | None:
+    def _begin_due(self, wall: int, mono: int, most: int | None = None) -> list[Occ] | None:
         """The thread runner's ``pop_due`` and ``begin`` with a durable store: take what is
         due now (a batch of up to ``_claim_limit`` fires, one per job), decide each in memory,
         then claim them from the store together, in the transaction that writes the outcomes
@@ -2293,6 +2293,8 @@ class Scheduler:
             elif spent > 4 * _CLAIM_QUICK:
                 limit = max(limit // 2, _CLAIM_FIRST)
         self._claim_limit = limit
+        if most is not None:
+            limit = min(limit, most)
         # The outcomes waiting to be written go with the claims, in the same transaction; their
         # rows are taken now, before the claims move any job on (the claims' guards are what
         # these rows say).
