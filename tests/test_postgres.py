@@ -532,6 +532,80 @@ def test_a_terminated_connection_is_reopened(
     s.shutdown()
 
 
+class _Outage(PostgresStore):
+    """A PostgresStore whose server cannot be reached while ``down`` (connections refused)."""
+
+    down = False
+
+    def _connect(self) -> Any:
+        if self.down:
+            raise psycopg.OperationalError("connection refused (a test's outage)")
+        return super()._connect()
+
+
+def test_a_fire_due_while_the_server_is_down_runs_once_it_is_back(
+    pg_database: str, pg_schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    # The claim fails, and so does reading the job back: the job is read again once the
+    # server answers, and its fire runs (not skipped for the next one, not lost).
+    clock = FakeClock(T0)
+    store = _Outage(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store)
+    ran: list[str] = []
+    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    s.schedule("rec", 10, id="once")
+    s.schedule("rec", FixedRate(10, start=T0 + timedelta(seconds=10)), id="rate")
+    store.down = True
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
+    )
+    clock.advance(10)
+    assert s.run_pending() == 0
+    store.down = False
+    # (Reconnecting waits out a backoff of real milliseconds.)
+    until(lambda: s.run_pending() >= 0 and len(ran) == 2, what="both fires run")
+    s.shutdown()
+    assert sorted(ran) == ["once@2026-03-02T08:00:10+00:00", "rate@2026-03-02T08:00:10+00:00"]
+
+
+def test_a_batch_of_claims_the_server_refused_is_one_log_line_and_runs_later(
+    pg_database: str, pg_schema: str, admin: psycopg.Connection[Any], caplog: Any
+) -> None:
+    clock = FakeClock(T0)
+    store = _Outage(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store, executor="inline")
+    ran: list[str] = []
+    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    for i in range(5):
+        s.schedule("rec", 10, id=f"j{i}")
+    caplog.set_level(logging.ERROR, "duetime")
+    s.start()
+    try:
+        assert s.wait_idle(WAIT)  # asleep until the fires are due
+        store.down = True
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
+        )
+        clock.advance(10)
+        until(lambda: "could not claim 5 runs" in caplog.text, what="the failed batch")
+        assert "could not claim a run of job" not in caplog.text
+        assert "could not read job" not in caplog.text
+        store.down = False
+
+        # (Fake seconds for the pause before the claims are tried again.)
+        def ran_all() -> bool:
+            clock.advance(1)
+            return len(ran) == 5
+
+        until(ran_all, what="the 5 runs", every=0.05)
+        assert s.wait_idle(WAIT)
+    finally:
+        s.shutdown()
+    assert sorted(ran) == [f"j{i}@2026-03-02T08:00:10+00:00" for i in range(5)]
+
+
 def test_a_notification_wakes_a_sleeping_worker_at_once(pg_store: StoreMaker) -> None:
     # Real time: a worker asleep with an hour-long poll interval starts a job another process
     # scheduled long before the poll would have found it.

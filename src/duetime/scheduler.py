@@ -1943,6 +1943,8 @@ class Scheduler:
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
         self._taken: set[_Side] = set()
+        # Jobs this process could not read back from the store after a failed claim.
+        self._unsure: set[Job] = set()
         # Outcomes not written yet: waiting for the runner to write them together, or owed
         # because the store could not be reached (written at the next poll).
         self._outbox: list[_Outcome] = []
@@ -2044,15 +2046,25 @@ class Scheduler:
         except StoreError as exc:
             logger.error("could not record job %r: %s", job._id, exc)
 
-    def _reload(self, job: Job, row: JobRow | None = None) -> None:
+    def _reload(self, job: Job, row: JobRow | None = None, quiet: bool = False) -> None:
         """Read a job back from the store (unless its ``row`` was read already), dropping what
-        this process believed."""
+        this process believed. ``quiet``: a failure is not logged (the caller did)."""
         if row is None:
             try:
                 row = self._store.load_row(job.id)  # type: ignore[attr-defined]
             except StoreError as exc:
-                logger.error("could not read job %r back from the store: %s", job._id, exc)
+                # What this process believes of the job may be wrong (a claim that failed left
+                # it at its next fire): read it again once the store answers.
+                if not quiet:
+                    logger.error(
+                        "could not read job %r back from the store (trying again at the next "
+                        "poll): %s",
+                        job._id,
+                        exc,
+                    )
+                self._unsure.add(job)
                 return
+        self._unsure.discard(job)
         if row is None:
             self._drop_local(job)
             return
@@ -2159,6 +2171,11 @@ class Scheduler:
                 for row in rows:
                     self._restore(None, row, now)
                 self._take_queued(now)
+            for job in list(self._unsure):
+                if store.contains(job):
+                    self._reload(job)
+                else:
+                    self._unsure.discard(job)
             if full and now >= self._next_poll:
                 self._next_poll = now + min(store.poll_ns, self._lease // 3)
                 if self._owed:
@@ -2340,12 +2357,21 @@ class Scheduler:
                 raise
             self._after_outcomes(outcomes, settle, settled)
             lost = 0
+            failed = [a for a in answers if isinstance(a, StoreError)]
+            quiet = len(failed) > 1  # one line for the lot, below
             for (key, occ, ask), answer in zip(asks, answers, strict=True):
-                won = self._claimed(key, occ, ask, answer)
+                won = self._claimed(key, occ, ask, answer, quiet)
                 if won is not None:
                     runs.append(won)
                 elif type(answer) is tuple and answer[0] == "lost":
                     lost += 1
+            if quiet:
+                logger.error(
+                    "could not claim %d runs (trying again in %d s): %s",
+                    len(failed),
+                    _STORE_BACKOFF // NS_PER_SECOND,
+                    failed[0],
+                )
             if lost * 2 > len(asks) >= 4:
                 # Other workers are taking these fires: read what they took (one query) rather
                 # than lose a claim for each of them.
@@ -2394,21 +2420,24 @@ class Scheduler:
         ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped)
         return occ, ask
 
-    def _claimed(self, key: Any, occ: Occ, ask: ClaimAsk, answer: ClaimAnswer) -> Occ | None:
+    def _claimed(
+        self, key: Any, occ: Occ, ask: ClaimAsk, answer: ClaimAnswer, quiet: bool = False
+    ) -> Occ | None:
         """The second half of ``_begin_durable``: act on the store's answer to a claim (and
         the job's row, if the store read it back). Returns the occurrence to run if this
-        process won it."""
+        process won it. ``quiet``: the caller logs a failure (of many claims at once)."""
         job = occ[0]
         fire = ask[0]
         wall = ask[4]
         row = None
         if isinstance(answer, StoreError):
-            logger.error(
-                "could not claim a run of job %r (trying again in %d s): %s",
-                job._id,
-                _STORE_BACKOFF // NS_PER_SECOND,
-                answer,
-            )
+            if not quiet:
+                logger.error(
+                    "could not claim a run of job %r (trying again in %d s): %s",
+                    job._id,
+                    _STORE_BACKOFF // NS_PER_SECOND,
+                    answer,
+                )
             outcome = "failed"
         else:
             outcome, row = answer
@@ -2422,7 +2451,7 @@ class Scheduler:
             # "busy": another process is claiming or changing this job right now; its change
             # reaches this one soon (and replaces the retry), or it rolled back.
             pause = _STORE_BACKOFF if outcome == "failed" else _BUSY_BACKOFF
-            self._reload(job, row)
+            self._reload(job, row, quiet)
             if job._due is not None and job._qkey is not None:
                 job._due = max(job._due, wall + pause)
                 self._push_regular(job)
