@@ -75,6 +75,21 @@ def _count(admin: psycopg.Connection[Any], schema: str, state: str) -> int:
     return int(found[0])
 
 
+def _recording(s: Scheduler) -> list[str]:
+    """Register task "rec" on ``s``; the list it returns gets each run's fire key."""
+    ran: list[str] = []
+    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    return ran
+
+
+def _terminate_workers(admin: psycopg.Connection[Any]) -> None:
+    """Cut every duetime connection to the test database (``pg_terminate_backend``)."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
+    )
+
+
 # -- the schema --------------------------------------------------------------------------------------
 
 
@@ -319,8 +334,7 @@ def test_the_runner_claims_due_fires_and_writes_their_outcomes_in_batches(
     clock = FakeClock(T0)
     store = _CountingStore(pg_database, schema=pg_schema)
     s = Scheduler(clock, store=store, executor="inline")
-    ran: list[str] = []
-    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    ran = _recording(s)
     for i in range(40):
         s.schedule("rec", 10, id=f"j{i:02}")
     # A fixed-rate job eleven fires behind when the clock jumps, each to be run: its fires are
@@ -516,13 +530,9 @@ def test_a_terminated_connection_is_reopened(
 ) -> None:
     clock = FakeClock(T0)
     s = Scheduler(clock, store=pg_store())
-    ran: list[str] = []
-    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    ran = _recording(s)
     s.schedule("rec", 10, id="a")
-    admin.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
-    )
+    _terminate_workers(admin)
     caplog.set_level(logging.WARNING, "duetime")
     s.schedule("rec", 20, id="b")  # finds the connection dead, reconnects, goes on
     clock.advance(20)
@@ -551,15 +561,11 @@ def test_a_fire_due_while_the_server_is_down_runs_once_it_is_back(
     clock = FakeClock(T0)
     store = _Outage(pg_database, schema=pg_schema)
     s = Scheduler(clock, store=store)
-    ran: list[str] = []
-    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    ran = _recording(s)
     s.schedule("rec", 10, id="once")
     s.schedule("rec", FixedRate(10, start=T0 + timedelta(seconds=10)), id="rate")
     store.down = True
-    admin.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
-    )
+    _terminate_workers(admin)
     clock.advance(10)
     assert s.run_pending() == 0
     store.down = False
@@ -575,8 +581,7 @@ def test_a_batch_of_claims_the_server_refused_is_one_log_line_and_runs_later(
     clock = FakeClock(T0)
     store = _Outage(pg_database, schema=pg_schema)
     s = Scheduler(clock, store=store, executor="inline")
-    ran: list[str] = []
-    s.register("rec", lambda: ran.append(current_run().key))  # type: ignore[union-attr]
+    ran = _recording(s)
     for i in range(5):
         s.schedule("rec", 10, id=f"j{i}")
     caplog.set_level(logging.ERROR, "duetime")
@@ -584,10 +589,7 @@ def test_a_batch_of_claims_the_server_refused_is_one_log_line_and_runs_later(
     try:
         assert s.wait_idle(WAIT)  # asleep until the fires are due
         store.down = True
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE application_name LIKE 'duetime%%' AND datname = current_database()"
-        )
+        _terminate_workers(admin)
         clock.advance(10)
         until(lambda: "could not claim 5 runs" in caplog.text, what="the failed batch")
         assert "could not claim a run of job" not in caplog.text
