@@ -399,6 +399,38 @@ def test_a_worker_claims_no_more_than_its_threads_can_soon_run(
     assert sorted(started) == [f"j{i}" for i in range(10)]
 
 
+def test_work_cancelled_at_shutdown_is_taken_over_not_lost(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # One thread: b0 runs, b1 waits in the pool, b2 is not claimed (two claims per thread).
+    # shutdown(cancel_running=True) cancels b1 before it starts: a deploy's restart, not a
+    # decision that b1 must never run. A later process runs b1 after its lease, and b2.
+    release = threading.Event()
+
+    def hold() -> None:
+        calls.record()
+        release.wait(WAIT)
+
+    s = open_scheduler(lease=30, executor=ThreadPoolExecutor(1))
+    s.register("hold", hold)
+    for i in range(3):
+        s.schedule("hold", 10, id=f"b{i}", priority=i)
+    s.start()
+    clock.advance(10)
+    until(lambda: len(calls.keys) == 1, what="b0 to start")
+    s.shutdown(wait=False, cancel_running=True)
+    release.set()
+    t = open_scheduler(lease=30)
+    t.register("hold", calls.record)
+    until(lambda: ("b0", "succeeded") in {(r.job_id, r.state) for r in t.runs()}, what="b0")
+    assert t.run_for(1) == 1  # b2, never claimed; b1's lease has not run out
+    assert t.run_for(30) == 1  # b1, taken over
+    assert sorted(calls.keys) == [f"b{i}@2026-03-02T08:00:10+00:00" for i in range(3)]
+    assert sorted((r.job_id, r.state) for r in t.runs()) == [
+        (f"b{i}", "succeeded") for i in range(3)
+    ]
+
+
 def test_a_completion_after_the_lease_was_taken_over_is_refused(
     open_scheduler: Opener, clock: FakeClock, calls: Calls, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1662,8 +1662,10 @@ class Scheduler:
         with self._lock:
             job._running -= 1
             self._running_total -= 1
-            if self._durable and not failed and occ[6] is not None:
-                # Cancelled before it started: nobody is to run this fire any more.
+            if self._durable and not failed and occ[6] is not None and job._state is _CANCELLED:
+                # The job was cancelled before this run started: nobody is to run this fire any
+                # more. (Work cancelled at shutdown is not: it stays claimed, and is taken over
+                # when its lease runs out, by another process or this one restarted.)
                 with contextlib.suppress(StoreError):
                     self._store.mark_lost(occ[6], self._clock.time_ns())  # type: ignore[attr-defined]
             self._after_run(job, failed)
