@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from duetime.errors import InvalidArgument, StoredError
+from duetime.errors import InvalidArgument, StoredError, exception_message
 from duetime.job import (
     _QUEUED,
     DEFAULT_OPTIONS,
@@ -69,10 +69,7 @@ def error_text(error: BaseException | None) -> str | None:
     if isinstance(error, StoredError):
         return str(error)
     name = type(error).__qualname__
-    try:
-        text = storable(str(error))
-    except Exception:  # a job's exception whose __str__ fails is still its outcome
-        text = "<message not printable>"
+    text = storable(exception_message(error))
     return f"{name}: {text}" if text else name
 
 

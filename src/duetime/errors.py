@@ -80,6 +80,15 @@ class StoreError(DuetimeError, RuntimeError):
         super().__init__(f"store {store}: {problem}" + (f"; {advice}" if advice else ""))
 
 
+def exception_message(error: BaseException) -> str:
+    """``str(error)``, or a placeholder if its ``__str__`` fails: a job's exception is logged
+    and recorded, and a faulty one must not take the runner down with it."""
+    try:
+        return str(error)
+    except Exception:
+        return "<message not printable>"
+
+
 class StoredError(DuetimeError):
     """An exception as a store recorded it: its type's name and its message.
 

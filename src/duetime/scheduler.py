@@ -82,6 +82,7 @@ from duetime.errors import (
     SchedulerShutdownError,
     StoredError,
     StoreError,
+    exception_message,
 )
 from duetime.events import (
     Event,
@@ -270,15 +271,6 @@ _Outcome = tuple[Job, str, int, int, str, Exception | None, int]
 
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
-
-
-def _message(error: BaseException) -> str:
-    """A job's exception's message for a log line: a ``__str__`` that fails must not take the
-    runner down with it."""
-    try:
-        return str(error)
-    except Exception:
-        return "<message not printable>"
 
 
 def _store_from_url(url: str) -> MemoryStore:
@@ -1809,7 +1801,7 @@ class Scheduler:
                 job.id,
                 attempt,
                 type(error).__name__,
-                _message(error),
+                exception_message(error),
                 delay,
             )
         else:
@@ -1818,7 +1810,7 @@ class Scheduler:
                 job.id,
                 attempt,
                 type(error).__name__,
-                _message(error),
+                exception_message(error),
                 "" if isinstance(retry, NoRetry) else f"; it is dead after {attempt} attempt(s)",
                 exc_info=error,
             )
