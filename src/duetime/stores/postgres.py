@@ -176,12 +176,17 @@ def _set_from(alias: str) -> str:
 
 _ROW_FIELDS = (("id", "text"), *_JOB_TYPES.items())
 
+# The type of each column READ_COLUMNS names.
+_READ_TYPES = {**_JOB_TYPES, "id": "text", "rev": "bigint"}
+
 # Regular first-attempt claims (distinct jobs) in one statement, one round trip. Only rows
-# still due at their guards are locked (in id order; SKIP LOCKED never waits): a fire another
-# worker has taken costs no lock, which is a write. Answers one row per claim: (job id, rev, key,
-# still due, and where the claim was not won the job's row as the statement saw it: the row that
-# beat the claim, read back without another round trip). Not won and still due is "busy":
-# another transaction holds the row.
+# still due at their guards are locked (SKIP LOCKED never waits): a fire another worker has taken
+# costs no lock, which is a write. Each job is looked up by its key (LATERAL): a join the planner
+# chooses could scan every live job for each batch. Answers tagged rows, each CTE read once (a
+# join of two CTEs is a nested loop the size of the batch squared): 'u' (job id, rev) for each
+# row moved on; 'r' (run key) for each run recorded; 'e' for each job not moved on: (job id,
+# still due, and its row as the statement saw it: the row that beat the claim, read back without
+# another round trip). Not moved on and still due is "busy": another transaction holds the row.
 _CLAIM_MANY = (
     "WITH v AS ("
     + _rows(
@@ -196,22 +201,24 @@ _CLAIM_MANY = (
         ),
     )
     + "), "
-    "locked AS (SELECT j.id FROM {p}jobs j JOIN v ON v.id = j.id "
-    "WHERE j.id = ANY(?::text[]) AND j.next_base = v.guard "
-    "AND j.state IN ('scheduled', 'running') ORDER BY j.id FOR UPDATE OF j SKIP LOCKED), "
+    "locked AS (SELECT l.id FROM v CROSS JOIN LATERAL (SELECT id FROM {p}jobs "
+    "WHERE id = v.id AND next_base = v.guard AND state IN ('scheduled', 'running') "
+    "FOR UPDATE SKIP LOCKED) l), "
     "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + _set_from("v")
     + " FROM locked l, v WHERE j.id = l.id AND v.id = l.id RETURNING j.id, j.rev), "
     "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
     "SELECT v.r_key, v.id, v.r_due, 'running', v.r_attempt, ?::text, v.r_lease, v.r_started "
     "FROM v JOIN upd ON upd.id = v.id " + CLAIM_KEY_CONFLICT + ") "
-    "SELECT v.id, upd.rev, run.key, "
+    "SELECT 'u', id, rev, NULL::boolean, "
+    + ", ".join(f"NULL::{_READ_TYPES[c]}" for c in READ_COLUMNS.split(", "))
+    + " FROM upd UNION ALL SELECT 'r', key, NULL, NULL, "
+    + ", ".join(f"NULL::{_READ_TYPES[c]}" for c in READ_COLUMNS.split(", "))
+    + " FROM run UNION ALL SELECT 'e', v.id, NULL, "
     "e.next_base = v.guard AND e.state IN ('scheduled', 'running'), "
-    + ", ".join(
-        f"CASE WHEN upd.rev IS NULL THEN e.{column} END" for column in READ_COLUMNS.split(", ")
-    )
+    + ", ".join(f"e.{column}" for column in READ_COLUMNS.split(", "))
     + " FROM v LEFT JOIN LATERAL (SELECT * FROM {p}jobs WHERE id = v.id OFFSET 0) e ON true "
-    "LEFT JOIN upd ON upd.id = v.id LEFT JOIN run ON run.key = v.r_key"
+    "WHERE v.id NOT IN (SELECT id FROM upd)"
 )
 
 # Outcomes in one statement, fenced by worker and attempt; each job's row (given once) is written if
@@ -630,7 +637,7 @@ class PostgresStore(SQLStore):
             assert row is not None
             values = (guard, key, due, attempt, now + lease_ns, now, job_id)
             claims.append(values + job_values(row, 0, now)[2:])
-        return (json.dumps(claims), [ask[1] for _, ask in batch], self.worker)
+        return (json.dumps(claims), self.worker)
 
     def _claimed(
         self,
@@ -639,10 +646,20 @@ class PostgresStore(SQLStore):
         answers: list[ClaimAnswer],
     ) -> None:
         """Fill ``answers`` for ``batch`` from what ``_CLAIM_MANY`` answered."""
-        found = {found[0]: found[1:] for found in result}
+        revs: dict[str, int] = {}
+        recorded: set[str] = set()
+        beaten: dict[str, tuple[Any, list[Any]]] = {}
+        for tag, name, rev, due, *columns in result:
+            if tag == "u":
+                revs[name] = rev
+            elif tag == "r":
+                recorded.add(name)
+            else:
+                beaten[name] = (due, columns)
         for i, (key, job_id, *_, row, _) in batch:
-            rev, won, due, *columns = found[job_id]
+            rev = revs.get(job_id)
             if rev is None:
+                due, columns = beaten[job_id]
                 if due:  # still due here: another transaction holds the row
                     answers[i] = ("busy", None)
                 else:
@@ -650,11 +667,11 @@ class PostgresStore(SQLStore):
                 continue
             assert row is not None
             self._wrote((row,), rev)
-            if won is None:
-                answers[i] = ("done", None)
-            else:
+            if key in recorded:
                 self._held.add(key)
                 answers[i] = ("won", None)
+            else:
+                answers[i] = ("done", None)
 
     def _settle_params(self, outcomes: Sequence[SettleAsk]) -> tuple[Any, ...]:
         rows: dict[str, tuple[Any, ...]] = {}
