@@ -131,6 +131,8 @@ def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | No
 
 def loads_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The inverse of ``dumps_args``: ``(args, kwargs)``."""
+    if text == _NO_ARGS:  # (most jobs: a fresh empty dict each, as a caller may fill it)
+        return (), {}
     doc = json.loads(text)
     return tuple(_decode(v) for v in doc["args"]), {k: _decode(v) for k, v in doc["kwargs"].items()}
 
