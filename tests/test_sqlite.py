@@ -338,11 +338,40 @@ def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
     assert "x" not in t
 
 
+def test_giving_back_a_run_is_fenced_by_worker_and_attempt(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    crashed = open_scheduler(lease=30)
+
+    def die() -> None:
+        raise SystemExit("interrupted mid-run")  # not given back: it stays claimed
+
+    crashed.register("die", die)
+    crashed.schedule("die", 10, id="x")
+    with pytest.raises(SystemExit):
+        crashed.run_for(10)
+    store: Any = crashed.store
+    key = "x@2026-03-02T08:00:10+00:00"
+    t = open_scheduler(lease=30)
+    t.register("die", calls.record)
+    store.release([(key, 2)])  # not the attempt it holds: nothing changes
+    assert t.run_for(1) == 0  # its lease has not run out, and it was not given back
+    store.release([(key, 1)])
+    assert t.run_for(1) == 1  # given back: taken over at once
+    assert [(r.state, r.attempt) for r in t.runs()] == [("succeeded", 2)]
+    store.release([(key, 1)])  # too late: another worker's record is left alone
+    assert [(r.state, r.attempt, r.worker) for r in t.runs()] == [
+        ("succeeded", 2, t.store.worker)  # type: ignore[attr-defined]
+    ]
+    assert calls.keys == [key]
+
+
 def test_a_shutdown_during_a_batch_starts_nothing_more_and_its_rest_is_taken_over(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:
     # Five fires claimed in one batch; the first one's job shuts its scheduler down. Nothing
-    # more starts; the other four stay claimed, and run once after their lease, elsewhere.
+    # more starts; the other four are given back, and run once, elsewhere, at its first look
+    # for lost runs (not after their lease).
     s = open_scheduler(lease=30, executor="inline")
 
     def stop() -> None:
@@ -359,8 +388,9 @@ def test_a_shutdown_during_a_batch_starts_nothing_more_and_its_rest_is_taken_ove
     # (The stopping runner writes a0's outcome on its way out.)
     until(lambda: ("a0", "succeeded") in {(r.job_id, r.state) for r in t.runs()}, what="a0")
     assert calls.keys == ["a0@2026-03-02T08:00:10+00:00"]
-    assert t.run_for(10) == 0  # their leases have not run out
-    assert t.run_for(21) == 4
+    held = [r for r in t.runs() if r.state == "running"]
+    assert len(held) == 4 and {r.worker for r in held} == {s.store.worker}  # type: ignore[attr-defined]
+    assert t.run_for(1) == 4  # their leases (30 s) have not run out: given back
     assert sorted(calls.keys[1:]) == [f"a{i}@2026-03-02T08:00:10+00:00" for i in range(1, 5)]
     assert sorted((r.job_id, r.state) for r in t.runs()) == [
         (f"a{i}", "succeeded") for i in range(5)
@@ -404,7 +434,8 @@ def test_work_cancelled_at_shutdown_is_taken_over_not_lost(
 ) -> None:
     # One thread: b0 runs, b1 waits in the pool, b2 is not claimed (two claims per thread).
     # shutdown(cancel_running=True) cancels b1 before it starts: a deploy's restart, not a
-    # decision that b1 must never run. A later process runs b1 after its lease, and b2.
+    # decision that b1 must never run. b1 is given back: a later process runs it at once (not
+    # after its lease), and b2.
     release = threading.Event()
 
     def hold() -> None:
@@ -423,8 +454,8 @@ def test_work_cancelled_at_shutdown_is_taken_over_not_lost(
     t = open_scheduler(lease=30)
     t.register("hold", calls.record)
     until(lambda: ("b0", "succeeded") in {(r.job_id, r.state) for r in t.runs()}, what="b0")
-    assert t.run_for(1) == 1  # b2, never claimed; b1's lease has not run out
-    assert t.run_for(30) == 1  # b1, taken over
+    assert t.run_for(1) == 2  # b2, never claimed, and b1, given back before its lease ran out
+    assert t.run_for(30) == 0
     assert sorted(calls.keys) == [f"b{i}@2026-03-02T08:00:10+00:00" for i in range(3)]
     assert sorted((r.job_id, r.state) for r in t.runs()) == [
         (f"b{i}", "succeeded") for i in range(3)

@@ -156,7 +156,7 @@ class AsyncRunner(HeadWatcher):
                 if state["started"]:
                     return
                 state["abandoned"] = True
-            s.abandon(occ)
+            s.abandon(occ, give_back=True)
 
         fut = self._loop.run_in_executor(None, run)
         fut.add_done_callback(done)

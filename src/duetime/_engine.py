@@ -55,8 +55,11 @@ class Engine:
             record the outcome (lock not held).
         finish: ``(occ, result, error) -> None``: record an outcome produced elsewhere, by a
             process pool or a coroutine (lock not held).
-        abandon: ``(occ, failed=False) -> None``: forget an occurrence that produced no outcome
-            (lock not held).
+        abandon: ``(occ, failed=False, give_back=False) -> None``: forget an occurrence that
+            produced no outcome; ``give_back``: it never started, stopped by shutdown (lock not
+            held).
+        abandon_all: ``(occs, failed=False, give_back=False) -> None``: ``abandon`` for several
+            occurrences, with one write to a durable store (lock not held).
         emit_started: ``(occ) -> None``: tell listeners an occurrence starts (lock not held).
         emit: ``(events) -> None``: deliver events to listeners (lock not held).
         take_events: ``() -> events``: the events raised under the lock, to emit once it is
@@ -85,6 +88,7 @@ class Engine:
     execute: Callable[[Occ], None]
     finish: Callable[[Occ, Any, Exception | None], None]
     abandon: Callable[..., None]
+    abandon_all: Callable[..., None]
     emit_started: Callable[[Occ], None]
     emit: Callable[[Sequence[Event]], None]
     take_events: Callable[[], Sequence[Event]]

@@ -279,10 +279,9 @@ class Runner(HeadWatcher):
                     for i, occ in enumerate(occs):
                         if self._stopping():
                             # shutdown() came during the batch: nothing more starts. The rest
-                            # stay claimed in the store, for whoever takes them over when
-                            # their leases run out (another process, or this one restarted).
-                            for rest in occs[i:]:
-                                s.abandon(rest, failed=True)
+                            # are given back to the store, for whoever looks for lost runs
+                            # next (another process, or this one restarted).
+                            s.abandon_all(occs[i:], failed=True, give_back=True)
                             break
                         if i and clock.monotonic_ns() >= self._next_poll:
                             # Inline runs take their time: renew the leases of the rest.
@@ -353,13 +352,13 @@ class Runner(HeadWatcher):
     def _thread_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
         self._retire(fut)
         if fut.cancelled():
-            self._s.abandon(occ)
+            self._s.abandon(occ, give_back=True)
 
     def _process_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
         s = self._s
         self._retire(fut)
         if fut.cancelled():
-            s.abandon(occ)
+            s.abandon(occ, give_back=True)
             return
         error = fut.exception()
         if error is not None and not isinstance(error, Exception):

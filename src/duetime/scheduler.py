@@ -479,6 +479,7 @@ class Scheduler:
             execute=self._execute,
             finish=self._finish_outcome,
             abandon=self._abandon,
+            abandon_all=self._abandon_all,
             emit_started=self._emit_started,
             emit=self._emit,
             take_events=self._take_events,
@@ -1647,20 +1648,55 @@ class Scheduler:
         if events:
             self._emit(events)
 
-    def _abandon(self, occ: Occ, failed: bool = False) -> None:
+    def _abandon(self, occ: Occ, failed: bool = False, give_back: bool = False) -> None:
         """Forget an occurrence that will not produce an outcome: cancelled before it started,
-        or interrupted by a BaseException (``failed``)."""
-        job = occ[0]
+        or interrupted by a BaseException (``failed``). ``give_back``: it never started and
+        was stopped by shutdown (see ``_abandon_all``)."""
+        self._abandon_all((occ,), failed, give_back)
+
+    def _abandon_all(
+        self, occs: Sequence[Occ], failed: bool = False, give_back: bool = False
+    ) -> None:
+        """``_abandon`` for several occurrences (the rest of a batch that shutdown() stopped),
+        with one write to a durable store.
+
+        With a durable store, the run of a job cancelled before it started is recorded as lost:
+        nobody is to run that fire any more. Work that shutdown stopped before it started
+        (``give_back``) is not work that must never run: it is given back, and the next look
+        for lost runs, by another process or this one restarted, takes it over (kept claimed
+        until its lease ran out, a rolling restart left it waiting that long). A run that was
+        interrupted stays claimed until its lease runs out, as a crashed one does: it may have
+        done part of its work.
+        """
+        returned: list[tuple[str, int]] = []
         with self._lock:
-            job._running -= 1
-            self._running_total -= 1
-            if self._durable and not failed and occ[6] is not None and job._state is _CANCELLED:
-                # The job was cancelled before this run started: nobody is to run this fire any
-                # more. (Work cancelled at shutdown is not: it stays claimed, and is taken over
-                # when its lease runs out, by another process or this one restarted.)
-                with contextlib.suppress(StoreError):
-                    self._store.mark_lost(occ[6], self._clock.time_ns())  # type: ignore[attr-defined]
-            self._after_run(job, failed)
+            for occ in occs:
+                job = occ[0]
+                job._running -= 1
+                self._running_total -= 1
+                fire = occ[6]
+                if self._durable and fire is not None:
+                    if not failed and job._state is _CANCELLED:
+                        with contextlib.suppress(StoreError):
+                            self._store.mark_lost(fire, self._clock.time_ns())  # type: ignore[attr-defined]
+                    elif give_back:
+                        returned.append((fire, occ[3]))
+                self._after_run(job, failed)
+            if returned:
+                try:
+                    self._store.release(returned)  # type: ignore[attr-defined]
+                except StoreError as exc:
+                    logger.warning(
+                        "could not give back %d runs (taken over when their leases run out): %s",
+                        len(returned),
+                        exc,
+                    )
+                else:
+                    logger.info(
+                        "gave back %d runs this process will not start (other processes take "
+                        "them over at their next poll)",
+                        len(returned),
+                    )
 
     def _call(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
@@ -2204,8 +2240,8 @@ class Scheduler:
         if not store.take_over(key, worker, attempt, now, self._lease):
             return
         logger.warning(
-            "run %s of job %r was lost by worker %s (its lease ran out); running it again, "
-            "attempt %d",
+            "run %s of job %r was lost by worker %s (its lease ran out, or it gave the run "
+            "back at shutdown); running it again, attempt %d",
             key,
             job_id,
             worker,

@@ -421,6 +421,25 @@ class SQLStore(MemoryStore):
             self._held.add(key)
         return won
 
+    def release(self, runs: Sequence[tuple[str, int]]) -> None:
+        """Give back runs ``(key, attempt)`` this process holds and will not finish (work
+        cancelled at shutdown): their leases end now, so the next look for lost runs, by any
+        process, takes them over instead of waiting for the lease to run out. Fenced like an
+        outcome: a run another process has taken meanwhile is left alone."""
+        if not runs:
+            return
+        for key, _ in runs:
+            self._held.discard(key)
+        # (Lease 0, not now: a worker whose clock is behind this one's takes it over too.)
+        with self._tx("giving back runs") as db:
+            db.executemany(
+                self._q(
+                    "UPDATE {p}runs SET lease_until = 0 WHERE key = ? AND state = 'running' "
+                    f"AND {self._SAME_WORKER} AND attempt = ?"
+                ),
+                [(key, self.worker, attempt) for key, attempt in runs],
+            )
+
     def mark_lost(self, key: str, now: int) -> None:
         """Record that an expired run's job has ended, so nobody will run it again."""
         self._held.discard(key)
