@@ -397,6 +397,33 @@ def test_a_shutdown_during_a_batch_starts_nothing_more_and_its_rest_is_taken_ove
     ]
 
 
+def test_a_job_that_shuts_its_scheduler_down_and_waits_still_records_its_outcome(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # As above, with shutdown()'s default wait=True, which a job cannot do for itself: the
+    # store must stay open until the job's outcome is written and the rest given back.
+    s = open_scheduler(lease=30, executor="inline")
+
+    def stop() -> None:
+        calls.record()
+        s.shutdown()
+
+    s.register("stop", stop)
+    s.schedule("stop", 10, id="a0", priority=-1)
+    for i in range(1, 5):
+        s.schedule("record", 10, id=f"a{i}")
+    s.start()
+    clock.advance(10)
+    t = open_scheduler(lease=30)
+    until(lambda: ("a0", "succeeded") in {(r.job_id, r.state) for r in t.runs()}, what="a0")
+    # (A new scheduler looks for lost runs at once; the clock stays before the leases' end.)
+    until(lambda: open_scheduler(lease=30).run_for(0) == 4, what="the rest, given back")
+    assert sorted(calls.keys) == [f"a{i}@2026-03-02T08:00:10+00:00" for i in range(5)]
+    assert sorted((r.job_id, r.state, r.attempt) for r in t.runs()) == [("a0", "succeeded", 1)] + [
+        (f"a{i}", "succeeded", 2) for i in range(1, 5)
+    ]
+
+
 def test_a_worker_claims_no_more_than_its_threads_can_soon_run(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

@@ -3095,10 +3095,17 @@ class Scheduler:
                     with self._lock:
                         self._runner = None
         finally:
-            if self._durable and (runner is None or (wait and not isinstance(runner, AsyncRunner))):
+            occ = _current.get()
+            if (
+                self._durable
+                and (occ is None or occ[0]._sched is not self)
+                and (runner is None or (wait and not isinstance(runner, AsyncRunner)))
+            ):
                 # The end of the scheduler's life: its connection goes too. (Without wait, runs
-                # still going will record their outcomes: the lease covers them instead. An
-                # asyncio runner cannot be waited for from here: it closes the store itself
+                # still going will record their outcomes: the lease covers them instead. So
+                # when a job of this scheduler shuts it down, which cannot wait for itself: its
+                # own outcome, and the giving back of the rest of its batch, come after this.
+                # An asyncio runner cannot be waited for from here: it closes the store itself
                 # once its tasks are done, in _serve.)
                 with self._lock:
                     self._store.close()  # type: ignore[attr-defined]
