@@ -176,8 +176,9 @@ def _set_from(alias: str) -> str:
 
 _ROW_FIELDS = (("id", "text"), *_JOB_TYPES.items())
 
-# The type of each column READ_COLUMNS names.
+# A job's row (READ_COLUMNS) of NULLs, typed: the columns of an answer row that carries none.
 _READ_TYPES = {**_JOB_TYPES, "id": "text", "rev": "bigint"}
+_NULL_ROW = ", ".join(f"NULL::{_READ_TYPES[c]}" for c in READ_COLUMNS.split(", "))
 
 # Regular first-attempt claims (distinct jobs) in one statement, one round trip. Only rows
 # still due at their guards are locked (SKIP LOCKED never waits): a fire another worker has taken
@@ -210,11 +211,9 @@ _CLAIM_MANY = (
     "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
     "SELECT v.r_key, v.id, v.r_due, 'running', v.r_attempt, ?::text, v.r_lease, v.r_started "
     "FROM v JOIN upd ON upd.id = v.id " + CLAIM_KEY_CONFLICT + ") "
-    "SELECT 'u', id, rev, NULL::boolean, "
-    + ", ".join(f"NULL::{_READ_TYPES[c]}" for c in READ_COLUMNS.split(", "))
-    + " FROM upd UNION ALL SELECT 'r', key, NULL, NULL, "
-    + ", ".join(f"NULL::{_READ_TYPES[c]}" for c in READ_COLUMNS.split(", "))
-    + " FROM run UNION ALL SELECT 'e', v.id, NULL, "
+    "SELECT 'u', id, rev, NULL::boolean, " + _NULL_ROW + " FROM upd "
+    "UNION ALL SELECT 'r', key, NULL, NULL, " + _NULL_ROW + " FROM run "
+    "UNION ALL SELECT 'e', v.id, NULL, "
     "e.next_base = v.guard AND e.state IN ('scheduled', 'running'), "
     + ", ".join(f"e.{column}" for column in READ_COLUMNS.split(", "))
     + " FROM v LEFT JOIN LATERAL (SELECT * FROM {p}jobs WHERE id = v.id OFFSET 0) e ON true "
