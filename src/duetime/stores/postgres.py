@@ -523,44 +523,6 @@ class PostgresStore(SQLStore):
             ).fetchone()[0]
         )
 
-    def claim(
-        self,
-        key: str,
-        job_id: str,
-        due: int,
-        attempt: int,
-        now: int,
-        lease_ns: int,
-        row: JobRow | None,
-        guard: int | None,
-    ) -> str:
-        """``SQLStore.claim``; a regular fire's first attempt (the common case) takes one
-        round trip (``claim_many``'s statement)."""
-        ask = (key, job_id, due, attempt, now, lease_ns, row, guard)
-        if attempt > 1 or row is None or guard is None:
-            return super().claim(*ask)
-        (answer,) = self.settle_and_claim((), (ask,))[1]
-        if isinstance(answer, StoreError):
-            raise answer
-        return answer[0]
-
-    def settle(
-        self,
-        key: str,
-        attempt: int,
-        state: str,
-        error: str | None,
-        now: int,
-        row: JobRow | None,
-    ) -> bool:
-        """``SQLStore.settle`` in one round trip (``settle_many``'s statement)."""
-        if row is None:
-            return super().settle(key, attempt, state, error, now, row)
-        (answer,) = self.settle_and_claim(((key, attempt, state, error, now, row),), ())[0]
-        if isinstance(answer, StoreError):
-            raise answer
-        return answer
-
     def claim_many(self, asks: Sequence[ClaimAsk]) -> list[ClaimAnswer]:
         """``SQLStore.claim_many``: the regular first-attempt claims (the common case) in one
         statement, one round trip and one commit, which also reads back the rows of the jobs
@@ -617,11 +579,10 @@ class PostgresStore(SQLStore):
     def _pipeline(self, what: str, statements: Sequence[tuple[str, Any]]) -> list[list[Any]]:
         """Run ``statements`` in one transaction, sent together (one round trip); their
         rows."""
-        db = self._handle(what)
         if len(statements) == 1:
             return [self._read(what, *statements[0])]
         psycopg = _psycopg()
-        conn = db.conn
+        conn = self._handle(what).conn
         try:
             with conn.pipeline(), conn.transaction():
                 cursors = [conn.execute(sql, params) for sql, params in statements]
@@ -693,10 +654,9 @@ class PostgresStore(SQLStore):
         recorded = set(keys or ())
         self._held.difference_update(recorded)
         # Not recorded: written already (a retry after a lost commit)? The general path checks.
-        # (super() bound here: inside a comprehension it has no arguments before Python 3.12.)
-        settle = super().settle
         return [
-            True if outcome[0] in recorded else caught(settle, *outcome) for outcome in outcomes
+            True if outcome[0] in recorded else caught(self.settle, *outcome)
+            for outcome in outcomes
         ]
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
