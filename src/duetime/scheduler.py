@@ -221,10 +221,6 @@ def _await(coro: Any) -> Any:
 _SHORTHAND = (float, int, datetime)
 
 
-def _nothing() -> None:
-    """An Engine operation that has nothing to do here."""
-
-
 def _priority(value: Any) -> int:
     integer("priority", value)
     if not PRIORITY_MIN <= value <= PRIORITY_MAX:
@@ -475,7 +471,7 @@ class Scheduler:
             pop_due=self._pop_due,
             begin=self._begin,
             begin_due=self._begin_due if self._durable else None,
-            flush=self._flush_outcomes if self._durable else _nothing,
+            flush=self._flush_outcomes,  # (only a durable store's runner calls it)
             execute=self._execute,
             finish=self._finish_outcome,
             abandon=self._abandon,
@@ -2586,7 +2582,7 @@ class Scheduler:
         owed: list[str] = []  # fire keys whose outcome could not be written
         failure: StoreError | None = None
         for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
-            job, fire, _, due, state, error, now = outcome
+            job, fire, _, due, state, _, now = outcome
             if isinstance(answer, StoreError):
                 owed.append(fire)
                 failure = answer
@@ -2608,7 +2604,7 @@ class Scheduler:
                         store.save_dead(
                             job.id,
                             json.dumps(_asdict(row)),
-                            _durable.error_text(error),
+                            ask[3],  # (the error's text, as the outcome recorded it)
                             _durable.storable(dead.traceback),
                             dead.attempts,
                             due,
@@ -3149,10 +3145,10 @@ class Scheduler:
     def _idle_locked(self) -> bool:
         """Whether nothing is due now and nothing is running (lock held). The runners add
         their own in-flight work to this."""
-        mono = self._clock.monotonic_ns()
-        head = self._store.head(self._clock.time_ns(), mono)
         if self._durable and self._outbox:
             return False  # outcomes to write (the runner writes them before it sleeps)
+        mono = self._clock.monotonic_ns()
+        head = self._store.head(self._clock.time_ns(), mono)
         return self._running_total == 0 and (head is None or head[2] > mono)
 
     def __enter__(self) -> Scheduler:
