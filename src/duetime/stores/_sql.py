@@ -119,7 +119,7 @@ def caught(call: Callable[..., _T], *args: Any) -> _T | StoreError:
 
 
 def job_values(row: JobRow, rev: int, now: int) -> tuple[Any, ...]:
-    """A row's values in ``JOB_COLUMNS`` order (id, rev, then ``JOB_SET``, whose last is ``updated``)."""
+    """A row's values in ``JOB_COLUMNS`` order: id, rev, then ``JOB_SET`` (``updated`` last)."""
     return (
         row.id,
         rev,
