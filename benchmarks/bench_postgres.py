@@ -24,6 +24,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -51,10 +52,16 @@ def drop_database() -> None:
         admin.execute(f"DROP DATABASE IF EXISTS {NAME} WITH (FORCE)")
 
 
-def scalar(query: str) -> int:
+def scalar(conn: psycopg.Connection[Any], query: str) -> int:
+    found = conn.execute(query).fetchone()
+    return int(found[0]) if found else 0
+
+
+def watched(argvs: list[list[str]], done: str, n: int) -> float:
+    """``run_workers``, counting finished runs with ``done`` on one connection (a connection
+    per look would start a server process 50 times a second beside the workers)."""
     with psycopg.connect(DSN, autocommit=True) as conn:
-        found = conn.execute(query).fetchone()
-        return int(found[0]) if found else 0
+        return run_workers(argvs, lambda: scalar(conn, done), n)
 
 
 # -- 1. claim + run + complete ----------------------------------------------------------------------
@@ -99,7 +106,7 @@ def duetime_throughput(n: int, procs: int) -> float:
     s.shutdown()
     script = WORKER.format(here=str(Path(__file__).parent))
     done = "SELECT count(*) FROM duetime.runs WHERE state = 'succeeded'"
-    return run_workers([[sys.executable, "-c", script, DSN]] * procs, lambda: scalar(done), n)
+    return watched([[sys.executable, "-c", script, DSN]] * procs, done, n)
 
 
 def bare_throughput(n: int, procs: int, batch: int) -> float:
@@ -117,7 +124,7 @@ def bare_throughput(n: int, procs: int, batch: int) -> float:
         )
     done = "SELECT count(*) FROM bare WHERE state = 'done'"
     argv = [sys.executable, "-c", BARE_WORKER, DSN, str(batch)]
-    return run_workers([argv] * procs, lambda: scalar(done), n)
+    return watched([argv] * procs, done, n)
 
 
 # -- 2. latency -------------------------------------------------------------------------------------
