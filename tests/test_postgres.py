@@ -278,6 +278,10 @@ def test_a_batch_of_claims_answers_each_as_a_single_claim_would(
         lost_row = answers[2][1]  # type: ignore[index]
         assert lost_row is not None and lost_row.id == "j3"
         assert lost_row.next_base == rows["j3"].next_base
+        # Busy comes back with the row as last committed (what the claimer puts back).
+        busy_row = answers[3][1]  # type: ignore[index]
+        assert busy_row is not None and busy_row.id == "j5"
+        assert (busy_row.rev, busy_row.next_base) == (rows["j5"].rev, rows["j5"].next_base)
         # Outcomes, fenced by worker and attempt: b cannot settle a's runs.
         settle = [("k0", 1, "succeeded", None, now, rows["j0"])]
         assert b.settle_many([*settle, ("k2", 1, "succeeded", None, now, rows["j2"])]) == [

@@ -620,10 +620,13 @@ class PostgresStore(SQLStore):
             rev = revs.get(job_id)
             if rev is None:
                 due, columns = beaten[job_id]
-                if due:  # still due here: another transaction holds the row
-                    answers[i] = ("busy", None)
-                else:
-                    answers[i] = ("lost", None if columns[0] is None else read_row(columns))
+                # Still due here: another transaction holds the row ("busy"); the row comes
+                # back as last committed, which puts the job back as it was before this
+                # process moved it on (without a read of its own).
+                answers[i] = (
+                    "busy" if due else "lost",
+                    None if columns[0] is None else read_row(columns),
+                )
                 continue
             assert row is not None
             self._wrote((row,), rev)
@@ -805,12 +808,13 @@ class PostgresStore(SQLStore):
         changed = []
         mine = self._mine
         for values in rows:
-            if values[1] is None:
+            # (Rows this process wrote come back too: known by id and rev, read no further.)
+            job_id = values[1]
+            if job_id is None or mine.get(job_id) == values[-1]:
                 continue
             row = read_row(values[1:])
-            if mine.get(row.id) != row.rev:
-                mine[row.id] = row.rev
-                changed.append(row)
+            mine[job_id] = row.rev
+            changed.append(row)
         random.shuffle(changed)  # (as in load_rows)
         return changed or None
 
