@@ -36,6 +36,7 @@ from duetime.stores.codec import (
     dumps_args,
     encode_retry,
     encode_trigger,
+    load_trigger,
     loads_args,
     resolve_task,
     task_reference,
@@ -177,6 +178,33 @@ def test_every_trigger_round_trips(trigger: Recurrence) -> None:
         assert back == trigger
     if isinstance(trigger, After):
         assert back._ns == trigger._ns  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS, ids=repr)
+def test_a_stored_trigger_text_is_decoded_once(trigger: Recurrence) -> None:
+    text = json.dumps(encode_trigger(trigger))
+    first = load_trigger(text)
+    assert occurrences(first) == occurrences(trigger)
+    # The same text again (another job on the same schedule): the same frozen value, shared.
+    assert load_trigger(text) is first
+    assert load_trigger(json.dumps(encode_trigger(trigger))) is first
+
+
+def test_the_trigger_cache_is_bounded_and_keeps_no_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duetime.stores import codec
+
+    monkeypatch.setattr(codec, "_TRIGGERS", {})
+    monkeypatch.setattr(codec, "_TRIGGERS_MAX", 3)
+    texts = [json.dumps(encode_trigger(After(seconds=i + 1))) for i in range(5)]
+    for text in texts:
+        load_trigger(text)
+        assert len(codec._TRIGGERS) <= 3
+    assert texts[-1] in codec._TRIGGERS
+    bad = json.dumps({"type": "sometimes"})
+    for _ in range(2):
+        with pytest.raises(InvalidArgument, match="not a stored trigger"):
+            load_trigger(bad)
+    assert bad not in codec._TRIGGERS
 
 
 def test_a_cron_zone_comes_back_as_the_same_zone() -> None:

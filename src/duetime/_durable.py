@@ -221,7 +221,7 @@ def apply_row(
         InvalidArgument: The row names something this process cannot rebuild (a retry
             policy's exception class from a module it has not imported).
     """
-    trigger = codec.decode_trigger(json.loads(row.trigger))
+    trigger = codec.load_trigger(row.trigger)
     retry = None if row.retry is None else codec.decode_retry(json.loads(row.retry))
     args, kwargs = codec.loads_args(row.args)
     func = resolve(row.task)

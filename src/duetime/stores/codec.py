@@ -40,6 +40,7 @@ __all__ = [
     "dumps_args",
     "encode_retry",
     "encode_trigger",
+    "load_trigger",
     "loads_args",
     "resolve_task",
     "task_reference",
@@ -354,6 +355,29 @@ def decode_trigger(record: Mapping[str, Any]) -> Recurrence:
             window=window,
         )
     raise InvalidArgument(f"record is not a stored trigger: {dict(record)!r}")
+
+
+# Decoded triggers by their stored text. Triggers are frozen values, so jobs on one schedule (a
+# cron per tenant, "every 5 minutes", a batch scheduled for one instant) share one instance, and
+# loading a store decodes each distinct schedule once. Bounded: one-shot jobs at distinct times
+# would otherwise keep an entry each.
+_TRIGGERS: dict[str, Recurrence] = {}
+_TRIGGERS_MAX = 1024
+
+
+def load_trigger(text: str) -> Recurrence:
+    """``decode_trigger`` of a stored JSON text, from a cache of the recent distinct texts.
+
+    Raises:
+        InvalidArgument: ``text`` is not a stored trigger (never cached).
+    """
+    trigger = _TRIGGERS.get(text)
+    if trigger is None:
+        trigger = decode_trigger(json.loads(text))
+        if len(_TRIGGERS) >= _TRIGGERS_MAX:
+            _TRIGGERS.clear()
+        _TRIGGERS[text] = trigger
+    return trigger
 
 
 def _time_of_day(text: str) -> str | time:
