@@ -76,7 +76,14 @@ def worker_env() -> dict[str, str]:
         atexit.register(shutil.rmtree, cache, True)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
-        warm = "import duetime, sqlite3\ntry:\n    import psycopg\nexcept ImportError:\n    pass"
+        # Everything a worker imports (with the cache set, even the standard library's modules
+        # are compiled again into it): duetime, the drivers, the benchmark modules themselves.
+        here = os.path.dirname(os.path.abspath(__file__))
+        warm = (
+            f"import sys\nsys.path.insert(0, {here!r})\nimport duetime, sqlite3, threading\n"
+            "for name in ('psycopg', 'bench_postgres', 'bench_sqlite'):\n"
+            "    try:\n        __import__(name)\n    except ImportError:\n        pass\n"
+        )
         subprocess.run([sys.executable, "-c", warm], env=env, check=True)
         _WORKER_ENV = env
     return _WORKER_ENV

@@ -621,8 +621,9 @@ class PostgresStore(SQLStore):
             if rev is None:
                 due, columns = beaten[job_id]
                 # Still due here: another transaction holds the row ("busy"); the row comes
-                # back as last committed, which puts the job back as it was before this
-                # process moved it on (without a read of its own).
+                # back as it stood when the statement began (before that transaction's change,
+                # which the retry finds): the job is put back as it was before this process
+                # moved it on, without a read of its own.
                 answers[i] = (
                     "busy" if due else "lost",
                     None if columns[0] is None else read_row(columns),
