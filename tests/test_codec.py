@@ -190,6 +190,23 @@ def test_a_stored_trigger_text_is_decoded_once(trigger: Recurrence) -> None:
     assert load_trigger(json.dumps(encode_trigger(trigger))) is first
 
 
+def test_a_stored_at_is_read_as_the_json_path_reads_it() -> None:
+    from duetime._durable import trigger_json
+
+    when = datetime(2026, 3, 29, 9, 0, 0, 123456, tzinfo=BERLIN)
+    text = trigger_json(At(when))
+    assert load_trigger(text) == decode_trigger(json.loads(text)) == At(when)
+    assert load_trigger(text)._ns == At(when)._ns  # type: ignore[attr-defined]
+    # Texts the short path does not take go the general way, with its errors.
+    naive = '{"type":"at","when":"2026-03-29T09:00:00"}'
+    with pytest.raises(InvalidArgument, match="timezone-aware"):
+        load_trigger(naive)
+    with pytest.raises(ValueError):
+        load_trigger('{"type":"at","when":"tomorrow"}')
+    spaced = '{"type": "at", "when": "2026-03-29T09:00:00+02:00"}'
+    assert load_trigger(spaced) == At(datetime(2026, 3, 29, 7, tzinfo=timezone.utc))
+
+
 def test_the_trigger_cache_is_bounded_and_keeps_no_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     from duetime.stores import codec
 
