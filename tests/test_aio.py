@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -366,3 +368,23 @@ def test_the_asyncio_runner_on_a_durable_store_claims_records_and_survives_a_res
     assert len(set(keys)) == len(keys) == 3
     # Leaving ``async with`` closed each store (PostgreSQL's listening thread and connections).
     assert [store.is_open for store in stores] == [False, False]
+
+
+def test_import_duetime_does_not_import_asyncio() -> None:
+    # A program on the thread runner (every worker process, the command line) does not pay for
+    # importing asyncio; AsyncScheduler imports it when it is used.
+    code = (
+        "import sys, duetime\n"
+        "print('asyncio' in sys.modules)\n"
+        "import asyncio\n"
+        "async def main():\n"
+        "    async with duetime.AsyncScheduler() as s:\n"
+        "        s.schedule(lambda: print('ran'), 0)\n"
+        "        await s.idle()\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "ran"]

@@ -9,10 +9,9 @@ interface (``duetime._engine.Engine``); ``duetime.aio`` builds ``AsyncScheduler`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
@@ -20,6 +19,9 @@ from duetime.clock import FakeClock, WallAxis
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, Occ, _current
 from duetime.runner import HeadWatcher
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AsyncRunner"]
 
@@ -39,6 +41,10 @@ class AsyncRunner(HeadWatcher):
     """Runs a Scheduler (its ``Engine``) on the current asyncio loop (``Scheduler.run_async``)."""
 
     def __init__(self, engine: Engine) -> None:
+        # (asyncio is imported where it is used: ``import duetime`` would otherwise import it
+        # in every program, a quarter of duetime's own import time, for the few that use it.)
+        import asyncio
+
         super().__init__(engine)
         self._loop = asyncio.get_running_loop()
         self._wakeup = asyncio.Event()
@@ -71,6 +77,8 @@ class AsyncRunner(HeadWatcher):
 
     async def run(self) -> None:
         """Pop, dispatch and sleep until stopped."""
+        import asyncio
+
         s = self._s
         clock = s.clock
         # A FakeClock wakes the loop when it moves: no real-time timeout. (A durable store's
@@ -167,6 +175,8 @@ class AsyncRunner(HeadWatcher):
         self._changed.set()  # idle() may be waiting for exactly this
 
     async def _run_coroutine(self, occ: Occ) -> None:
+        import asyncio
+
         s = self._s
         job = occ[0]
         if job._state is JobState.CANCELLED:

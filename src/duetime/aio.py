@@ -17,10 +17,13 @@ threaded one only in how it waits and dispatches.
 
 from __future__ import annotations
 
-import asyncio
+from typing import TYPE_CHECKING
 
 from duetime._aiorunner import AsyncRunner
 from duetime.scheduler import Scheduler
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AsyncRunner", "AsyncScheduler"]
 
@@ -49,6 +52,8 @@ class AsyncScheduler(Scheduler):
             RuntimeError: No asyncio loop is running in this thread. (A thread runner would
                 never await coroutine jobs, so an AsyncScheduler refuses to start without one.)
         """
+        import asyncio
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

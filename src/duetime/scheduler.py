@@ -25,7 +25,6 @@ it). A durable store will need them to take the general path (docs/decisions.md)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import itertools
@@ -205,6 +204,8 @@ def _await(coro: Any) -> Any:
             "the job is an async generator function (async def with yield), which cannot be "
             "run as a job: its body never runs; make it a plain async def"
         )
+    import asyncio  # (here: a program on the thread runner never pays for importing it)
+
     try:
         try:
             asyncio.get_running_loop()
