@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -270,3 +272,17 @@ def test_apscheduler_style_fields_refuse_what_would_mislead(
 ) -> None:
     with pytest.raises(error, match=message):
         Cron(**fields)
+
+
+def test_croniter_is_imported_at_the_first_cron_not_with_duetime() -> None:
+    code = (
+        "import sys, duetime\n"
+        "print('croniter' in sys.modules)\n"
+        "duetime.Cron('0 9 * * *', tz='Europe/Berlin')\n"
+        "print('croniter' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]

@@ -29,13 +29,14 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import ClassVar
-
-from croniter import croniter
+from typing import TYPE_CHECKING, ClassVar
 
 from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, integer, zone
 from duetime.errors import InvalidArgument
 from duetime.recurrence import WALL, Env, _skip_by_walking
+
+if TYPE_CHECKING:
+    from croniter import croniter
 
 __all__ = ["Cron", "Transition", "fire_times", "transitions"]
 
@@ -511,6 +512,10 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
 
 
 def _iterator(part: str) -> croniter:
+    # (Imported at the first Cron: with dateutil, croniter is a tenth of what importing
+    # duetime would otherwise cost a program that has no cron job.)
+    from croniter import croniter
+
     return croniter(part, _EPOCH_NAIVE, second_at_beginning=True, day_or=False)
 
 
