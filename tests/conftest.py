@@ -11,6 +11,8 @@ import itertools
 import os
 import random
 import secrets
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -219,3 +221,13 @@ def until(
                 message = f"{message}\n{explain()}"
             raise AssertionError(message)
         pause.wait(every)
+
+
+def fresh_python(code: str) -> list[str]:
+    """Run ``code`` in a new interpreter (nothing imported yet: what ``import duetime`` alone
+    imports can be seen there); the words it printed. Fails with its stderr if it fails."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()

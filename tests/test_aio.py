@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +21,8 @@ from duetime import (
     current_run,
 )
 from duetime.testing import FAKE_START
+
+from .conftest import fresh_python
 
 
 def test_coroutine_jobs_run_as_tasks_when_fake_time_moves() -> None:
@@ -383,8 +383,4 @@ def test_import_duetime_does_not_import_asyncio() -> None:
         "        await s.idle()\n"
         "asyncio.run(main())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "ran"]
+    assert fresh_python(code) == ["False", "ran"]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,6 +14,8 @@ from hypothesis import strategies as st
 
 from duetime import Cron, FakeClock, InvalidArgument, Scheduler
 from duetime.cron import fire_times
+
+from .conftest import fresh_python
 
 
 def fires(expr: str, zone: str, start: str, n: int) -> list[str]:
@@ -281,8 +281,4 @@ def test_croniter_is_imported_at_the_first_cron_not_with_duetime() -> None:
         "duetime.Cron('0 9 * * *', tz='Europe/Berlin')\n"
         "print('croniter' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True"]
+    assert fresh_python(code) == ["False", "True"]

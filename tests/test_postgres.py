@@ -15,8 +15,6 @@ import itertools
 import logging
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,7 +43,7 @@ from duetime import scheduler as scheduler_module
 from duetime.stores import postgres
 
 from . import workers
-from .conftest import WAIT, until
+from .conftest import WAIT, fresh_python, until
 
 UTC = timezone.utc
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -204,9 +202,7 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
 
 
 def test_import_duetime_does_not_import_psycopg() -> None:
-    code = "import sys, duetime; print('psycopg' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert fresh_python("import sys, duetime; print('psycopg' in sys.modules)") == ["False"]
 
 
 # -- claims, connections, notifications ------------------------------------------------------------
