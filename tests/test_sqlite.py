@@ -569,6 +569,28 @@ def test_backfilled_fires_survive_a_restart_and_are_not_run_twice(
     assert len(set(calls.keys)) == 6
 
 
+def test_fires_backfilled_in_another_process_run_in_the_one_that_learns_of_them(
+    open_scheduler: Opener, calls: Calls, clock: FakeClock
+) -> None:
+    a = open_scheduler()
+    b = open_scheduler()
+    a.schedule("record", FixedRate(600), id="r", misfire=Misfire.SKIP)
+    assert b.run_pending() == 0 and b.get("r") is not None  # b knows the job, nothing due
+    keys = a.backfill("r", T0 - timedelta(hours=1), T0)
+    assert len(keys) == 6
+    # At its next poll b reads the change to the job's row and, with it, the queued fires (on
+    # PostgreSQL in the same query); a, which queued them itself, finds them taken.
+    clock.advance(6)
+    assert b.run_pending() == 6
+    assert a.run_pending() == 0
+    assert sorted(calls.keys) == sorted(keys)
+    # Another backfill of the same hour adds nothing; a new hour is learned of again.
+    assert a.backfill("r", T0 - timedelta(hours=1), T0) == []
+    assert len(a.backfill("r", T0 - timedelta(hours=2), T0 - timedelta(hours=1))) == 6
+    clock.advance(6)
+    assert b.run_pending() == 6 and len(calls.keys) == 12
+
+
 def test_a_long_running_scheduler_forgets_the_backfilled_fires_it_ran(
     open_scheduler: Opener, calls: Calls
 ) -> None:

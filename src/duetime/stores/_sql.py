@@ -540,6 +540,10 @@ class SQLStore(MemoryStore):
             "reading queued runs",
             self._q("SELECT key, job_id, due FROM {p}runs WHERE state = 'queued' ORDER BY due"),
         )
+        return self._new_queued(rows)
+
+    def _new_queued(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]]:
+        """``queued_runs``'s answer from the queued runs read, ``(key, job id, due)`` each."""
         # Forget the keys no longer queued (taken by this process or another): the set stays
         # as small as the queue instead of growing with every fire ever backfilled.
         self._known_queued &= {k for k, _, _ in rows}

@@ -193,7 +193,9 @@ class DurableStore(JobStore, Protocol):
         ...
 
     def changed_rows(self) -> list[JobRow] | None:
-        """Rows other processes wrote since the last look (None: nothing changed)."""
+        """Rows other processes wrote since the last look (None: nothing changed; the
+        Scheduler then skips ``queued_runs``, so a store answers an empty list when only
+        queued fires are new)."""
         ...
 
     def write(self, rows: Sequence[JobRow], now: int) -> None:

@@ -260,12 +260,17 @@ _INSERT_ONE = (
     "SELECT (SELECT rev FROM ins), (SELECT count(*) FROM n)"
 )
 
-# The poll: the oldest transaction still running now (the next poll's lower bound), and the rows
-# written by transactions from the previous bound on (NULLs if none).
+# The poll: the oldest transaction still running now (the next poll's lower bound), the runs
+# backfill enqueued (a JSON array, NULL if none; the Scheduler asks for them whenever rows
+# changed, and a second query would be a second round trip between a job scheduled in another
+# process and its start), and the rows written by transactions from the previous bound on
+# (NULLs if none).
 _CHANGES = (
-    "SELECT x.low::text, "
+    "SELECT x.low::text, q.queued, "
     + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
+    "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due) ORDER BY due)::text "
+    "AS queued FROM {p}runs WHERE state = 'queued') q "
     "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
 )
 
@@ -342,6 +347,7 @@ class PostgresStore(SQLStore):
         "_listener",
         "_low",
         "_on_change",
+        "_queued_ahead",
         "_stop",
         "connect_timeout",
         "dsn",
@@ -378,6 +384,8 @@ class PostgresStore(SQLStore):
         self._down_until = 0.0  # real monotonic time before which no reconnect is tried
         self._backoff = _RECONNECT_FIRST
         self._low = "0"  # the oldest transaction id whose writes may not have been read yet
+        # The queued runs read with the last changes, for the queued_runs() call that follows.
+        self._queued_ahead: list[Any] | None = None
         self._listener: threading.Thread | None = None
         self._stop = threading.Event()
         self._on_change: Callable[[], None] | None = None
@@ -802,22 +810,39 @@ class PostgresStore(SQLStore):
         return found
 
     def changed_rows(self) -> list[JobRow] | None:
-        """Rows other processes have written since this one last looked, or None if none (one
-        indexed query)."""
+        """Rows other processes have written since this one last looked (empty if none but
+        fires were queued for ``queued_runs``), or None if nothing changed (one indexed
+        query)."""
         rows = self._read("polling", self._q(_CHANGES), (self._low,))
-        self._low = rows[0][0]  # (the left join answers at least the one row of x)
+        self._low, queued = rows[0][:2]  # (the left join answers at least the one row of x)
         changed = []
         mine = self._mine
         for values in rows:
             # (Rows this process wrote come back too: known by id and rev, read no further.)
-            job_id = values[1]
+            job_id = values[2]
             if job_id is None or mine.get(job_id) == values[-1]:
                 continue
-            row = read_row(values[1:])
+            row = read_row(values[2:])
             mine[job_id] = row.rev
             changed.append(row)
         random.shuffle(changed)  # (as in load_rows)
-        return changed or None
+        ahead: list[Any] = json.loads(queued) if queued else []
+        known = self._known_queued
+        if not changed and all(key in known for key, _, _ in ahead):
+            self._queued_ahead = None
+            return None
+        # (Rows changed, or fires were queued that this process has not taken in: a backfill
+        # elsewhere writes no job row, only runs, and must reach the workers all the same.)
+        self._queued_ahead = ahead
+        return changed
+
+    def queued_runs(self) -> list[tuple[str, str, int]]:
+        """``SQLStore.queued_runs``; right after ``changed_rows`` found changes, without a
+        query (it read them)."""
+        ahead, self._queued_ahead = self._queued_ahead, None
+        if ahead is None:
+            return super().queued_runs()
+        return self._new_queued(ahead)
 
     # -- listening --------------------------------------------------------------------------------
 
