@@ -591,6 +591,35 @@ def test_fires_backfilled_in_another_process_run_in_the_one_that_learns_of_them(
     assert b.run_pending() == 6 and len(calls.keys) == 12
 
 
+def test_changes_made_in_a_process_that_runs_no_jobs_reach_the_one_that_does(
+    open_scheduler: Opener, calls: Calls, clock: FakeClock
+) -> None:
+    admin = open_scheduler()  # (not started, never stepped: a web app, an admin script)
+    worker = open_scheduler()
+    admin.schedule("record", FixedRate(3600), id="r")
+    admin.schedule("record", 600, id="once")
+    assert worker.run_pending() == 0 and {j.id for j in worker.jobs()} == {"r", "once"}
+    admin.trigger("r")  # (no runner here: it runs at once, in this thread, recorded)
+    assert calls.keys[-1].startswith("r@trigger-")
+    clock.advance(6)  # (the worker's next poll: a FakeClock makes no notification wait)
+    assert worker.run_pending() == 0  # not again
+    admin.pause("once")
+    clock.advance(600)
+    assert worker.run_pending() == 0
+    admin.resume("once")
+    clock.advance(6)
+    assert worker.run_pending() == 1 and calls.keys[-1].startswith("once@")
+    admin.reschedule("r", 60)
+    clock.advance(54)
+    assert worker.run_pending() == 0
+    clock.advance(6)
+    assert worker.run_pending() == 1
+    admin.cancel("r")
+    clock.advance(7200)
+    assert worker.run_pending() == 0 and worker.jobs() == []
+    assert len(calls.keys) == len(set(calls.keys)) == 3
+
+
 def test_a_long_running_scheduler_forgets_the_backfilled_fires_it_ran(
     open_scheduler: Opener, calls: Calls
 ) -> None:
