@@ -44,9 +44,11 @@ from duetime import (
     FixedDelay,
     FixedRate,
     InvalidArgument,
+    JobLookupError,
     JobLost,
     JobState,
     Misfire,
+    NoRetry,
     Overlap,
     Poisson,
     Scheduler,
@@ -720,6 +722,28 @@ def test_dead_letters_persist_and_can_be_retried_after_a_restart(
     t.shutdown()
     u = open_scheduler()
     assert not u.failed() and "bad" in u
+
+
+def test_dead_letters_are_shared_by_the_processes_open_on_a_store(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    admin = open_scheduler()  # (opened first, never runs anything: a web app's admin page)
+    worker = open_scheduler()
+    worker.schedule("fail", 5, id="bad", retry=NoRetry())
+    worker.schedule("fail", 5, id="worse", retry=NoRetry())
+    worker.run_for(10)
+    assert [f.job.id for f in worker.failed()] == ["bad", "worse"]
+    # The other process sees what died after it opened the store, and can act on it.
+    dead = {f.job.id: f for f in admin.failed()}
+    assert set(dead) == {"bad", "worse"} and str(dead["bad"].error) == "RuntimeError: boom"
+    assert admin.discard_failed("worse") is True
+    assert [f.job.id for f in worker.failed()] == ["bad"]
+    assert worker.discard_failed("worse") is False
+    job = admin.retry_failed("bad")
+    assert job.state is JobState.SCHEDULED
+    assert worker.failed() == [] and admin.failed() == []
+    with pytest.raises(JobLookupError):
+        worker.retry_failed("bad")
 
 
 def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls: Calls) -> None:

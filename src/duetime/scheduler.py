@@ -1890,9 +1890,30 @@ class Scheduler:
     # -- dead letters ---------------------------------------------------------------------------
 
     def failed(self) -> list[FailedJob]:
-        """One-shot jobs whose last attempt failed (the dead-letter list), oldest first."""
+        """One-shot jobs whose last attempt failed (the dead-letter list), oldest first. With
+        a durable store: as the store has it now, whichever process the jobs died in."""
         with self._lock:
+            self._sync_dead()
             return self._store.dead_letters()
+
+    def _sync_dead(self) -> None:
+        """With a durable store, make the dead letters in memory those the store holds: other
+        processes add them (their jobs die there) and take them (retry, discard). Lock held.
+        If the store cannot answer, what memory holds stands (the failure is logged)."""
+        store: Any = self._store
+        if not self._durable or not store.is_open:
+            return
+        try:
+            found = store.load_dead()
+        except StoreError as exc:
+            logger.error("could not read the dead letters from the store: %s", exc)
+            return
+        kept = {record[0] for record in found}
+        for id in [id for id in store.dead if id not in kept]:
+            MemoryStore.take_dead(store, id)  # (taken elsewhere: from memory only)
+        for record in found:
+            if record[0] not in store.dead:
+                self._restore_dead(*record)
 
     def retry_failed(self, id: str) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -1904,6 +1925,7 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
+            self._sync_dead()
             entry = self._store.dead_letter(id)
             if entry is None:
                 raise JobLookupError(id)
@@ -1934,6 +1956,7 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
+            self._sync_dead()
             return self._store.take_dead(id) is not None
 
     def stats(self) -> Stats:
