@@ -580,8 +580,8 @@ def test_fires_backfilled_in_another_process_run_in_the_one_that_learns_of_them(
     assert b.run_pending() == 0 and b.get("r") is not None  # b knows the job, nothing due
     keys = a.backfill("r", T0 - timedelta(hours=1), T0)
     assert len(keys) == 6
-    # At its next poll b reads the change to the job's row and, with it, the queued fires (on
-    # PostgreSQL in the same query); a, which queued them itself, finds them taken.
+    # At its next poll b reads the queued fires (a backfill writes no job row, only runs; on
+    # PostgreSQL the poll's one query reads them); a, which queued them itself, finds them taken.
     clock.advance(6)
     assert b.run_pending() == 6
     assert a.run_pending() == 0
@@ -744,6 +744,25 @@ def test_dead_letters_are_shared_by_the_processes_open_on_a_store(
     assert worker.failed() == [] and admin.failed() == []
     with pytest.raises(JobLookupError):
         worker.retry_failed("bad")
+
+
+def test_a_dead_letter_the_store_has_not_recorded_stays_listed(
+    open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = open_scheduler()
+    other = open_scheduler()
+
+    def refuse(*args: Any) -> None:
+        raise StoreError("the store", "recording a dead letter failed (a test's refusal)")
+
+    monkeypatch.setattr(type(s._store), "save_dead", refuse)
+    s.schedule("fail", 5, id="bad", retry=NoRetry())
+    s.run_for(10)
+    # Not in the store: the process that holds it still lists it (the store's list is not
+    # the whole truth for letters this process has not written), the other cannot see it.
+    assert [f.job.id for f in s.failed()] == ["bad"]
+    assert [f.job.id for f in s.failed()] == ["bad"]
+    assert other.failed() == []
 
 
 def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls: Calls) -> None:

@@ -1897,7 +1897,7 @@ class Scheduler:
             return self._store.dead_letters()
 
     def _sync_dead(self) -> None:
-        """With a durable store, make the dead letters in memory those the store holds: other
+        """With a durable store, bring the dead letters in memory up to the store's: other
         processes add them (their jobs die there) and take them (retry, discard). Lock held.
         If the store cannot answer, what memory holds stands (the failure is logged)."""
         store: Any = self._store
@@ -1908,12 +1908,25 @@ class Scheduler:
         except StoreError as exc:
             logger.error("could not read the dead letters from the store: %s", exc)
             return
-        kept = {record[0] for record in found}
-        for id in [id for id in store.dead if id not in kept]:
-            MemoryStore.take_dead(store, id)  # (taken elsewhere: from memory only)
+        dead: dict[str, FailedJob] = store.dead
+        kept: set[str] = {record[0] for record in found}
+        for id in self._dead_stored - kept:
+            if id in dead:
+                MemoryStore.take_dead(store, id)  # (taken elsewhere: from memory only)
+        added = False
         for record in found:
-            if record[0] not in store.dead:
+            here = dead.get(record[0])
+            # (New, or the same id died again elsewhere since: the store's is the later one.)
+            # (failed_at is kept to the microsecond: compared so.)
+            if here is None or datetime_to_ns(here.failed_at) < record[6] // 1000 * 1000:
                 self._restore_dead(*record)
+                added = True
+        self._dead_stored.clear()
+        self._dead_stored.update(kept)
+        if added:  # oldest first, as failed() promises
+            ordered = sorted(dead.items(), key=lambda item: item[1].failed_at)
+            dead.clear()
+            dead.update(ordered)
 
     def retry_failed(self, id: str) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -1995,6 +2008,10 @@ class Scheduler:
         self._taken: set[_Side] = set()
         # Jobs this process could not read back from the store after a failed claim.
         self._unsure: set[Job] = set()
+        # Ids of the dead letters last seen in the store (_sync_dead): only those may be dropped
+        # from memory when the store no longer has them (taken elsewhere); a letter of this
+        # process not written yet (its outcome waits in the outbox, or is owed) is not.
+        self._dead_stored: set[str] = set()
         # Outcomes not written yet: waiting for the runner to write them together, or owed
         # because the store could not be reached (written at the next poll).
         self._outbox: list[_Outcome] = []
@@ -2015,6 +2032,7 @@ class Scheduler:
                 self._restore(None, row, now)
             for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
                 self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
+                self._dead_stored.add(id)
             self._take_queued(now)
 
     def _resolve(self, task: str) -> Callable[..., Any] | None:
