@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -384,3 +385,10 @@ def test_import_duetime_does_not_import_asyncio() -> None:
         "asyncio.run(main())\n"
     )
     assert fresh_python(code) == ["False", "ran"]
+
+
+def test_async_scheduler_annotations_resolve_without_asyncio_imported_by_duetime() -> None:
+    hints = typing.get_type_hints(AsyncScheduler)
+    assert "_task" in hints
+    for name in ("start", "aclose", "idle", "__aenter__", "__aexit__"):
+        assert "return" in typing.get_type_hints(getattr(AsyncScheduler, name)), name

@@ -203,6 +203,10 @@ def test_a_stored_at_is_read_as_the_json_path_reads_it() -> None:
         load_trigger(naive)
     with pytest.raises(ValueError):
         load_trigger('{"type":"at","when":"tomorrow"}')
+    # (Python 3.11's fromisoformat takes any character between date and time: a text that
+    # is not JSON must not get past the short path.)
+    with pytest.raises(ValueError):
+        load_trigger('{"type":"at","when":"2026-03-29"09:00:00+00:00"}')
     spaced = '{"type": "at", "when": "2026-03-29T09:00:00+02:00"}'
     assert load_trigger(spaced) == At(datetime(2026, 3, 29, 7, tzinfo=timezone.utc))
 

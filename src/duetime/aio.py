@@ -17,6 +17,7 @@ threaded one only in how it waits and dispatches.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from duetime._aiorunner import AsyncRunner
@@ -40,9 +41,11 @@ class AsyncScheduler(Scheduler):
         **kwargs: As for ``Scheduler``.
     """
 
-    _task: asyncio.Task[None] | None = None
+    # (Annotated without asyncio, which is imported only when used: typing.get_type_hints()
+    # must resolve these from the module's names.)
+    _task: Awaitable[None] | None = None
 
-    def start(self) -> asyncio.Future[None]:  # type: ignore[override]
+    def start(self) -> Awaitable[None]:  # type: ignore[override]
         """Start the runner as a task on the running loop: ``await s.start()``.
 
         The task starts at once; the returned future is done when the runner has installed

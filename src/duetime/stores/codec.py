@@ -392,8 +392,11 @@ def _load_at(text: str) -> At | None:
     general path reads (and refuses, if it must, with its own message)."""
     if not (text.startswith(_AT_HEAD) and text.endswith(_AT_TAIL)):
         return None
+    iso = text[len(_AT_HEAD) : -len(_AT_TAIL)]
+    if '"' in iso or "\\" in iso:  # (not one JSON string: the general path says what it is)
+        return None
     try:
-        when = datetime.fromisoformat(text[len(_AT_HEAD) : -len(_AT_TAIL)])
+        when = datetime.fromisoformat(iso)
     except ValueError:
         return None
     return At(when) if when.tzinfo is not None else None

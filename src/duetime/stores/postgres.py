@@ -261,12 +261,12 @@ _INSERT_ONE = (
 )
 
 # The poll: the oldest transaction still running now (the next poll's lower bound), the runs
-# backfill enqueued (a JSON array, NULL if none; the Scheduler asks for them whenever rows
-# changed, and a second query would be a second round trip between a job scheduled in another
-# process and its start), and the rows written by transactions from the previous bound on
-# (NULLs if none).
+# backfill enqueued (a JSON array in the first row only, NULL if none; the Scheduler asks for
+# them whenever rows changed, and a second query would be a second round trip between a job
+# scheduled in another process and its start), and the rows written by transactions from the
+# previous bound on (NULLs if none).
 _CHANGES = (
-    "SELECT x.low::text, q.queued, "
+    "SELECT x.low::text, CASE WHEN row_number() OVER () = 1 THEN q.queued END, "
     + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
     "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due) ORDER BY due)::text "
