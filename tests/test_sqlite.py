@@ -765,6 +765,26 @@ def test_a_dead_letter_the_store_has_not_recorded_stays_listed(
     assert other.failed() == []
 
 
+def test_a_job_that_dies_again_after_a_retry_elsewhere_keeps_its_unwritten_letter(
+    open_scheduler: Opener, calls: Calls, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = open_scheduler()
+    admin = open_scheduler()
+    worker.schedule("fail", 5, id="bad", retry=NoRetry())
+    worker.run_for(10)
+    assert [f.job.id for f in worker.failed()] == ["bad"]  # (written, and seen written)
+    admin.retry_failed("bad")
+    clock.advance(6)  # (the worker's next poll finds the job again)
+
+    def refuse(*args: Any) -> None:
+        raise StoreError("the store", "recording a dead letter failed (a test's refusal)")
+
+    monkeypatch.setattr(type(worker._store), "save_dead", refuse)
+    assert worker.run_pending() == 1  # dies again; its new letter is not written
+    (letter,) = worker.failed()
+    assert letter.job.id == "bad" and letter.failed_at > T0 + timedelta(seconds=10)
+
+
 def test_a_failed_attempt_retries_across_a_restart(open_scheduler: Opener, calls: Calls) -> None:
     s = open_scheduler()
     s.schedule("fail", 5, id="r", retry=FixedBackoff([60]))

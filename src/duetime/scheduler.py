@@ -1909,16 +1909,19 @@ class Scheduler:
             logger.error("could not read the dead letters from the store: %s", exc)
             return
         dead: dict[str, FailedJob] = store.dead
-        kept: set[str] = {record[0] for record in found}
-        for id in self._dead_stored - kept:
-            if id in dead:
-                MemoryStore.take_dead(store, id)  # (taken elsewhere: from memory only)
+        # (failed_at is kept to the microsecond in memory: compared so.)
+        kept: dict[str, int] = {record[0]: record[6] // 1000 * 1000 for record in found}
+        for id, seen in self._dead_stored.items():
+            here = dead.get(id)
+            # Taken elsewhere, and memory still holds the very letter the store had (not one
+            # this process made since, for the same id, and has not written yet).
+            if id not in kept and here is not None and datetime_to_ns(here.failed_at) == seen:
+                MemoryStore.take_dead(store, id)  # (from memory only)
         added = False
         for record in found:
             here = dead.get(record[0])
-            # (New, or the same id died again elsewhere since: the store's is the later one.)
-            # (failed_at is kept to the microsecond: compared so.)
-            if here is None or datetime_to_ns(here.failed_at) < record[6] // 1000 * 1000:
+            # New, or the same id died again elsewhere since: the store's is the later one.
+            if here is None or datetime_to_ns(here.failed_at) < kept[record[0]]:
                 self._restore_dead(*record)
                 added = True
         self._dead_stored.clear()
@@ -2008,10 +2011,11 @@ class Scheduler:
         self._taken: set[_Side] = set()
         # Jobs this process could not read back from the store after a failed claim.
         self._unsure: set[Job] = set()
-        # Ids of the dead letters last seen in the store (_sync_dead): only those may be dropped
-        # from memory when the store no longer has them (taken elsewhere); a letter of this
-        # process not written yet (its outcome waits in the outbox, or is owed) is not.
-        self._dead_stored: set[str] = set()
+        # The dead letters last seen in the store, id -> failed_at (ns, to the microsecond)
+        # (_sync_dead): only those may be dropped from memory when the store no longer has them
+        # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
+        # outbox, or is owed) is not.
+        self._dead_stored: dict[str, int] = {}
         # Outcomes not written yet: waiting for the runner to write them together, or owed
         # because the store could not be reached (written at the next poll).
         self._outbox: list[_Outcome] = []
@@ -2032,7 +2036,7 @@ class Scheduler:
                 self._restore(None, row, now)
             for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
                 self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
-                self._dead_stored.add(id)
+                self._dead_stored[id] = failed_at // 1000 * 1000
             self._take_queued(now)
 
     def _resolve(self, task: str) -> Callable[..., Any] | None:
