@@ -18,13 +18,9 @@ threaded one only in how it waits and dispatches.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
 from duetime._aiorunner import AsyncRunner
 from duetime.scheduler import Scheduler
-
-if TYPE_CHECKING:
-    import asyncio
 
 __all__ = ["AsyncRunner", "AsyncScheduler"]
 

@@ -814,7 +814,9 @@ class PostgresStore(SQLStore):
         fires were queued for ``queued_runs``), or None if nothing changed (one indexed
         query)."""
         rows = self._read("polling", self._q(_CHANGES), (self._low,))
-        self._low, queued = rows[0][:2]  # (the left join answers at least the one row of x)
+        self._low = rows[0][0]  # (the left join answers at least the one row of x)
+        # (The queue rides on one row, numbered first: looked for, not assumed to lead.)
+        queued = next((values[1] for values in rows if values[1] is not None), None)
         changed = []
         mine = self._mine
         for values in rows:
