@@ -497,6 +497,27 @@ def test_a_completion_after_the_lease_was_taken_over_is_refused(
 # -- several schedulers on one file -----------------------------------------------------------------
 
 
+def test_a_stale_copy_claims_and_settles_without_undoing_a_replace(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a has not read b's replace=True (the same schedule, new arguments) when it claims the
+    # fire: the claim's guard holds (the next fire is the same), so a runs it with what it
+    # knows, but its claim and its outcome write the job's progress, never its old arguments.
+    a = open_scheduler()
+    b = open_scheduler()
+    monkeypatch.setattr(a, "_sync_locked", lambda full=True: None)  # (a reads no changes)
+    a.schedule("record", FixedRate(60), args=("old",), id="tick")
+    b.schedule("record", FixedRate(60), args=("new",), id="tick", replace=True)
+    clock.advance(60)
+    assert a.run_pending() == 1
+    assert calls.args == [("old",)]
+    row = b.store.load_row("tick")  # type: ignore[attr-defined]
+    assert row is not None and '"new"' in row.args and row.runs == 1
+    clock.advance(60)
+    assert b.run_pending() == 1  # (b reads a's progress first: the second fire is b's)
+    assert calls.args == [("old",), ("new",)]
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

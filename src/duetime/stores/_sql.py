@@ -78,13 +78,28 @@ _UPSERT_JOB = (
     + UPSERT_CONFLICT
 )
 
-# A job's columns after id and rev as an UPDATE's SET list, in job_values order.
-_SET_COLUMNS = ", ".join(f"{column} = ?" for column in JOB_SET)
+# What a claim or an outcome writes of a job's row: its progress (the columns from ``state`` on),
+# never what schedule() gave the job (name, task, arguments, recurrence, retry policy, options,
+# priority), which only the calls that change it write. A claim or outcome from a process whose
+# copy of the job is out of date then does not write that copy's arguments or recurrence back over
+# another process's replace=True (and there is half as much to send).
+PROGRESS = JOB_SET[JOB_SET.index("state") :]
+# Where the progress columns start in job_values().
+PROGRESS_AT = 2 + JOB_SET.index("state")
 
-# The guarded form: moves the row on only from the fire being claimed.
+# A claim's guarded write: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
-    f"UPDATE {{p}}jobs SET rev = ?, {_SET_COLUMNS} "
-    "WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
+    "UPDATE {p}jobs SET rev = ?, "
+    + ", ".join(f"{column} = ?" for column in PROGRESS)
+    + " WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
+)
+
+# An outcome's (or a side occurrence's claim's) write: the progress of a job whose row is there,
+# the whole row of one whose row is not.
+_UPSERT_PROGRESS = (
+    f"INSERT INTO {{p}}jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * (len(JOB_SET) + 2))}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in ("rev", *PROGRESS))
 )
 
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
@@ -358,7 +373,7 @@ class SQLStore(MemoryStore):
             rev = self._rev(db)
             if row is not None and guard is not None:
                 values = job_values(row, rev, now)
-                cur = db.execute(self._q(_ADVANCE_JOB), (*values[1:], row.id, guard))
+                cur = db.execute(self._q(_ADVANCE_JOB), (rev, *values[PROGRESS_AT:], row.id, guard))
                 if cur.rowcount == 0:
                     return "lost"
             if attempt > 1:
@@ -378,7 +393,7 @@ class SQLStore(MemoryStore):
             if not won and guard is None:
                 lost = True
             elif row is not None and guard is None:
-                db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))
+                db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now))
         # Taken now, or taken before (a backfilled fire another process ran): not queued any
         # more, so no longer worth remembering (queued_runs).
         self._known_queued.discard(key)
@@ -484,7 +499,7 @@ class SQLStore(MemoryStore):
                     return False
             if row is not None:
                 rev = self._rev(db)
-                db.execute(self._q(_UPSERT_JOB), job_values(row, rev, now))
+                db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now))
         self._held.discard(key)
         if row is not None:
             self._wrote((row,), rev)

@@ -58,6 +58,8 @@ from duetime.stores._sql import (
     CLAIM_KEY_CONFLICT,
     JOB_COLUMNS,
     JOB_SET,
+    PROGRESS,
+    PROGRESS_AT,
     READ_COLUMNS,
     UPSERT_CONFLICT,
     SQLStore,
@@ -168,13 +170,14 @@ def _rows(fields: Sequence[tuple[str, str]]) -> str:
     return f"SELECT {columns} FROM jsonb_array_elements(?::jsonb) e"
 
 
+# A job's id and progress columns (PROGRESS), for rows passed as JSON.
+_PROGRESS_ROW = (("id", "text"), *((c, _JOB_TYPES[c]) for c in PROGRESS))
+
+
 def _set_from(alias: str) -> str:
-    """A job's columns after id and rev as an UPDATE's SET list, taken from relation
-    ``alias``."""
-    return ", ".join(f"{column} = {alias}.{column}" for column in JOB_SET)
+    """A job's progress columns as an UPDATE's SET list, taken from relation ``alias``."""
+    return ", ".join(f"{column} = {alias}.{column}" for column in PROGRESS)
 
-
-_ROW_FIELDS = (("id", "text"), *_JOB_TYPES.items())
 
 # A job's row (READ_COLUMNS) of NULLs, typed: the columns of an answer row that carries none.
 _READ_TYPES = {**_JOB_TYPES, "id": "text", "rev": "bigint"}
@@ -198,7 +201,7 @@ _CLAIM_MANY = (
             ("r_attempt", "integer"),
             ("r_lease", "bigint"),
             ("r_started", "bigint"),
-            *_ROW_FIELDS,
+            *_PROGRESS_ROW,
         ),
     )
     + "), "
@@ -239,7 +242,7 @@ _SETTLE_MANY = (
     "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
     "lease_until = NULL FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
     "AND u.state = 'running' RETURNING u.key, u.job_id), "
-    "w AS (" + _rows(_ROW_FIELDS) + "), "
+    "w AS (" + _rows(_PROGRESS_ROW) + "), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + _set_from("w")
@@ -604,7 +607,7 @@ class PostgresStore(SQLStore):
         for _, (key, job_id, due, attempt, now, lease_ns, row, guard) in batch:
             assert row is not None
             values = (guard, key, due, attempt, now + lease_ns, now, job_id)
-            claims.append(values + job_values(row, 0, now)[2:])
+            claims.append(values + job_values(row, 0, now)[PROGRESS_AT:])
         return (json.dumps(claims), self.worker)
 
     def _claimed(
@@ -650,7 +653,7 @@ class PostgresStore(SQLStore):
         runs = []
         for key, attempt, state, error, now, row in outcomes:
             assert row is not None
-            rows[row.id] = (row.id, *job_values(row, 0, now)[2:])
+            rows[row.id] = (row.id, *job_values(row, 0, now)[PROGRESS_AT:])
             runs.append((key, attempt, state, now if state != "failed" else None, error))
         return (json.dumps(runs), self.worker, json.dumps(list(rows.values())))
 
