@@ -518,6 +518,34 @@ def test_a_stale_copy_claims_and_settles_without_undoing_a_replace(
     assert calls.args == [("old",), ("new",)]
 
 
+@pytest.mark.parametrize("change", ["cancel", "pause"])
+def test_a_cancel_or_pause_made_while_a_fire_runs_elsewhere_stands(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, change: str
+) -> None:
+    # b cancels (or pauses) the job while a runs its fire; a writes the fire's outcome after
+    # that, not knowing: the outcome records the run and the job's progress, but it neither
+    # brings a cancelled job back nor resumes a paused one.
+    a = open_scheduler()
+    b = open_scheduler()
+    a.register("change", lambda: getattr(b, change)("tick"))
+    a.schedule("change", FixedRate(60), id="tick")
+    clock.advance(60)
+    assert a.run_pending() == 1
+    row = b.store.load_row("tick")  # type: ignore[attr-defined]
+    assert row is not None
+    assert row.state == ("cancelled" if change == "cancel" else "paused")
+    assert row.runs == (0 if change == "cancel" else 1)  # (a cancelled job's row is left alone)
+    assert [r.state for r in b.runs("tick")] == ["succeeded"]
+    clock.advance(600)
+    assert a.run_pending() + b.run_pending() == 0
+    assert (a.get("tick") is None) is (change == "cancel")
+    if change == "pause":
+        assert a.get("tick").state is JobState.PAUSED  # type: ignore[union-attr]
+        b.resume("tick")
+        clock.advance(60)
+        assert a.run_pending() + b.run_pending() == 1
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

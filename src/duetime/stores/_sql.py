@@ -84,8 +84,26 @@ _UPSERT_JOB = (
 # copy of the job is out of date then does not write that copy's arguments or recurrence back over
 # another process's replace=True (and there is half as much to send).
 PROGRESS = JOB_SET[JOB_SET.index("state") :]
+assert PROGRESS[0] == "state"  # (progress_set below)
 # Where the progress columns start in job_values().
 PROGRESS_AT = 2 + JOB_SET.index("state")
+
+
+def progress_set(target: str, source: str) -> str:
+    """The SET list of an outcome's write of a job's progress, from relation ``source`` into
+    the row ``target``: a job another process paused meanwhile stays paused (only resume()
+    resumes; an outcome that ends the job still ends it)."""
+    columns = [
+        f"state = CASE WHEN {target}.state = 'paused' AND {source}.state IN "
+        f"('scheduled', 'running') THEN 'paused' ELSE {source}.state END"
+    ]
+    columns += [f"{column} = {source}.{column}" for column in PROGRESS[1:]]
+    return ", ".join(columns)
+
+
+# An outcome writes the row only of a job that has not ended: another process cancelled it, say,
+# while its fire ran here. (The outcome's run is recorded all the same.)
+PROGRESS_LIVE = " NOT IN ({})".format(", ".join(f"'{state}'" for state in ENDED_STATES))
 
 # A claim's guarded write: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
@@ -94,12 +112,16 @@ _ADVANCE_JOB = (
     + " WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
 )
 
-# An outcome's (or a side occurrence's claim's) write: the progress of a job whose row is there,
-# the whole row of one whose row is not.
+# An outcome's (or a side occurrence's claim's) write: the progress of a job whose row is there
+# and live, the whole row of one whose row is not there. Answers the state written, nothing if
+# the job had ended.
 _UPSERT_PROGRESS = (
     f"INSERT INTO {{p}}jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * (len(JOB_SET) + 2))}) "
-    "ON CONFLICT (id) DO UPDATE SET "
-    + ", ".join(f"{column} = excluded.{column}" for column in ("rev", *PROGRESS))
+    "ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, "
+    + progress_set("{p}jobs", "excluded")
+    + " WHERE {p}jobs.state"
+    + PROGRESS_LIVE
+    + " RETURNING state"
 )
 
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
@@ -393,7 +415,11 @@ class SQLStore(MemoryStore):
             if not won and guard is None:
                 lost = True
             elif row is not None and guard is None:
-                db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now))
+                written = db.execute(
+                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
+                ).fetchone()
+                if written is None or written[0] != row.state:
+                    row = None  # (not as this process has it: read back with the changes)
         # Taken now, or taken before (a backfilled fire another process ran): not queued any
         # more, so no longer worth remembering (queued_runs).
         self._known_queued.discard(key)
@@ -499,7 +525,11 @@ class SQLStore(MemoryStore):
                     return False
             if row is not None:
                 rev = self._rev(db)
-                db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now))
+                written = db.execute(
+                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
+                ).fetchone()
+                if written is None or written[0] != row.state:
+                    row = None  # (not as this process has it: read back with the changes)
         self._held.discard(key)
         if row is not None:
             self._wrote((row,), rev)

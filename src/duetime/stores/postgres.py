@@ -60,11 +60,13 @@ from duetime.stores._sql import (
     JOB_SET,
     PROGRESS,
     PROGRESS_AT,
+    PROGRESS_LIVE,
     READ_COLUMNS,
     UPSERT_CONFLICT,
     SQLStore,
     caught,
     job_values,
+    progress_set,
     read_row,
 )
 from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
@@ -223,10 +225,11 @@ _CLAIM_MANY = (
     "WHERE v.id NOT IN (SELECT id FROM upd)"
 )
 
-# Outcomes in one statement, fenced by worker and attempt; each job's row (given once) is written if
-# any of its runs was. The rows are locked in id order first, so two workers writing outcomes of
-# the same jobs cannot deadlock. Answers (the keys recorded, the ids and revs of the rows
-# written).
+# Outcomes in one statement, fenced by worker and attempt; each job's progress (given once) is
+# written if any of its runs was and the job has not ended (progress_set). The rows are locked in
+# id order first, so two workers writing outcomes of the same jobs cannot deadlock. Answers (the
+# keys recorded, the ids and revs of the rows written as given: a row kept paused is not, and
+# is read back with the other processes' changes).
 _SETTLE_MANY = (
     "WITH v AS ("
     + _rows(
@@ -245,10 +248,12 @@ _SETTLE_MANY = (
     "w AS (" + _rows(_PROGRESS_ROW) + "), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
-    + _set_from("w")
-    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id RETURNING j.id, j.rev) "
-    "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j), "
-    "(SELECT array_agg(rev) FROM j)"
+    + progress_set("j", "w")
+    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND j.state"
+    + PROGRESS_LIVE
+    + " RETURNING j.id, j.rev, j.state = w.state AS same) "
+    "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j WHERE same), "
+    "(SELECT array_agg(rev) FROM j WHERE same)"
 )
 
 # A new job in one statement (one round trip, its own transaction): insert its row unless a
