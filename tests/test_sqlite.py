@@ -546,6 +546,29 @@ def test_a_cancel_or_pause_made_while_a_fire_runs_elsewhere_stands(
         assert a.run_pending() + b.run_pending() == 1
 
 
+def test_a_job_keeps_the_task_name_it_was_scheduled_by(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # One function registered under two names: a job scheduled by the second name is stored
+    # under it, and runs only where that name is registered.
+    a = open_scheduler()
+    a.register("alias", calls.record)
+    a.schedule("alias", 60, id="by-alias")
+    a.schedule("record", 60, id="by-name")
+    a.reschedule("by-alias", 90)  # (a change writes the whole row: the name stays)
+    rows = [a.store.load_row(i) for i in ("by-alias", "by-name")]  # type: ignore[attr-defined]
+    assert [r.task for r in rows] == ["alias", "record"]
+    a.shutdown()
+    b = open_scheduler()  # "record" only
+    clock.advance(90)
+    assert b.run_pending() == 1
+    assert calls.keys == [k for k in calls.keys if k.startswith("by-name@")] != []
+    b.register("alias", calls.record)
+    assert b.run_pending() == 1
+    assert len(calls.keys) == 2
+    assert b.store.load_row("by-alias").task == "alias"  # type: ignore[attr-defined]
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

@@ -642,7 +642,9 @@ class Scheduler:
         """``schedule`` with its options bound: the general path, which validates each."""
         # Everything is checked and computed before the lock is taken and anything changes:
         # bad input can never leave the scheduler half-updated.
+        task_name = None
         if type(func) is str:
+            task_name = func
             func = self._task_named(func)
         elif not callable(func):
             raise TypeError(f"func must be callable or a registered task name, got {func!r}")
@@ -654,6 +656,8 @@ class Scheduler:
         trigger, first = self._when(when)
         if self._durable:
             ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
+            if task_name is not None:
+                ref = task_name  # (the name asked for, if the function has several)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -705,7 +709,7 @@ class Scheduler:
             self._set_params(job, func, args, kwargs, name, priority, opts)
             if existing is not None:
                 if self._durable:
-                    self._task_of[func] = ref
+                    self._name_task(job, ref)
                 replaced = self._retarget(job, trigger, first, paused)
                 if self._durable:
                     self._save(job)
@@ -737,7 +741,7 @@ class Scheduler:
                         if not replace or id is None or not self._take_in(id):
                             raise
                         return self._schedule(
-                            func,
+                            func if task_name is None else task_name,
                             when,
                             args=args,
                             kwargs=kwargs,
@@ -2064,14 +2068,31 @@ class Scheduler:
         func = job.func
         if type(func) is MissingTask:
             return _durable.job_row(job, func.task)
+        x = job._x
+        if x is not None and x.task is not None:
+            return _durable.job_row(job, x.task)
+        return _durable.job_row(job, self._task_ref(func))
+
+    def _task_ref(self, func: Callable[..., Any]) -> str:
+        """How rows name ``func`` by default: its first registered name, else its
+        ``module:qualname`` (cached)."""
         ref = self._task_of.get(func)
         if ref is None:
             ref = self._task_of[func] = codec.task_reference(func, self._tasks)
-        return _durable.job_row(job, ref)
+        return ref
+
+    def _name_task(self, job: Job, ref: str) -> None:
+        """Keep ``job`` under task name ``ref``: remembered on the job if its function's
+        default name is another (a function registered under several names)."""
+        x = job._x
+        if ref != self._task_ref(job.func):
+            job._extras().task = ref
+        elif x is not None:
+            x.task = None
 
     def _insert(self, job: Job, ref: str, args_json: str) -> None:
         """Write a new job's row (lock held); undo the in-memory add if the store refuses."""
-        self._task_of[job.func] = ref
+        self._name_task(job, ref)
         if ref not in self._tasks and ":" in ref:
             # A function passed in this process runs here under its module:qualname.
             self._tasks.setdefault(ref, job.func)
@@ -2161,6 +2182,8 @@ class Scheduler:
         running = job._running
         try:
             _durable.apply_row(job, row, self._resolve)
+            if type(job.func) is not MissingTask:
+                self._name_task(job, row.task)
         except (ValueError, KeyError) as exc:  # (InvalidArgument is a ValueError)
             logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
             if not fresh:
@@ -2335,6 +2358,7 @@ class Scheduler:
                 if not self._store.contains(job):
                     continue
                 job.func = func
+                self._name_task(job, task)
                 if job._state is not JobState.PAUSED:
                     if job._due is not None:
                         self._push_regular(job)
