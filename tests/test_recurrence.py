@@ -24,6 +24,7 @@ from duetime import (
     Window,
     current_run,
 )
+from duetime.clock import WallAxis
 from duetime.recurrence import Env
 from duetime.testing import FAKE_START
 
@@ -303,3 +304,36 @@ def test_intervals_pickle_and_copy(rate: FixedRate | FixedDelay | After) -> None
         assert again == rate and repr(again) == repr(rate) and type(again) is type(rate)
         with pytest.raises(AttributeError, match="immutable"):
             again._ns = 1
+
+
+class _TickingClock:
+    """A real clock's readings: each one a little later than the last."""
+
+    def __init__(self, wall: int) -> None:
+        self.wall = wall
+        self.mono = 10**9
+
+    def time_ns(self) -> int:
+        self.wall += 937
+        return self.wall
+
+    def monotonic_ns(self) -> int:
+        self.mono += 937
+        return self.mono
+
+
+def test_a_fixed_rate_grid_seen_on_the_wall_axis_is_exact_utc_instants() -> None:
+    # A durable store's scheduler reads time through WallAxis: an anchored grid's points must be
+    # exactly start + k * interval (the fire keys of every process), not off by the time
+    # between two readings of the clock.
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start_ns = int(start.timestamp()) * 10**9
+    ticking = _TickingClock(start_ns + 3600 * 10**9 + 123)
+    env = Env(WallAxis(ticking), random.Random(0), timezone.utc)  # type: ignore[arg-type]
+    first = FixedRate(60, start=start).first(env)
+    assert first is not None and (first - start_ns) % (60 * 10**9) == 0
+    assert start_ns + 3600 * 10**9 < first <= start_ns + 3660 * 10**9
+    # (Outside that view the anchor is converted to elapsed time, once, as before.)
+    plain = Env(ticking, random.Random(0), timezone.utc)  # type: ignore[arg-type]
+    again = FixedRate(60, start=start).first(plain)
+    assert again is not None and again < 10**9 + 60 * 10**9

@@ -54,6 +54,7 @@ from duetime import (
     Scheduler,
     SQLiteStore,
     StoreError,
+    SystemClock,
     TokenBucket,
     Window,
     current_run,
@@ -567,6 +568,16 @@ def test_a_job_keeps_the_task_name_it_was_scheduled_by(
     assert b.run_pending() == 1
     assert len(calls.keys) == 2
     assert b.store.load_row("by-alias").task == "alias"  # type: ignore[attr-defined]
+
+
+def test_an_anchored_fixed_rate_on_the_real_clock_is_on_its_grid(open_scheduler: Opener) -> None:
+    # Every process must compute the same instants (the same fire keys): whole seconds here.
+    s = open_scheduler(SystemClock())
+    for i in range(20):
+        s.schedule("record", FixedRate(1, start=T0), id=f"grid-{i}")
+    rows = [s.store.load_row(f"grid-{i}") for i in range(20)]  # type: ignore[attr-defined]
+    assert [r.next_base % 10**9 for r in rows] == [0] * 20
+    assert {s.get(f"grid-{i}").next_run_time.microsecond for i in range(20)} == {0}  # type: ignore[union-attr]
 
 
 def test_two_schedulers_on_one_file_run_each_fire_once(

@@ -20,7 +20,7 @@ import time as _time
 import weakref
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from duetime._validate import (
     NS_PER_SECOND,
@@ -327,6 +327,9 @@ class WallAxis:
     """
 
     __slots__ = ("inner",)
+
+    #: Read by recurrences that convert a wall-clock anchor: here there is nothing to convert.
+    monotonic_is_wall: ClassVar[bool] = True
 
     def __init__(self, inner: Clock) -> None:
         self.inner = inner

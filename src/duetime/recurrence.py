@@ -381,11 +381,18 @@ class FixedRate(_Interval):
 
     def first(self, env: Env) -> int | None:
         """One period from now, or the first grid point from ``start`` not in the past."""
-        mono = env.clock.monotonic_ns()
+        clock = env.clock
+        mono = clock.monotonic_ns()
         if self._start_ns is None:
             return mono + self._ns
-        # Convert the wall-clock anchor to monotonic once; from here on it is elapsed time.
-        anchor = self._start_ns - env.clock.time_ns() + mono
+        if getattr(clock, "monotonic_is_wall", False):
+            # (A durable store's view: the grid is in UTC instants, exactly. Two readings of the
+            # one clock a few hundred nanoseconds apart would put it off the grid, and two
+            # processes on different fire keys.)
+            anchor = self._start_ns
+        else:
+            # Convert the wall-clock anchor to monotonic once; from here on it is elapsed time.
+            anchor = self._start_ns - clock.time_ns() + mono
         if anchor >= mono:
             return anchor
         return anchor + -(-(mono - anchor) // self._ns) * self._ns
