@@ -18,6 +18,7 @@ from duetime import (
     FixedRate,
     JobSkipped,
     JobState,
+    Misfire,
     Overlap,
     Scheduler,
     SchedulerShutdownError,
@@ -416,6 +417,42 @@ def test_overlap_queue(clock: FakeClock) -> None:
 def test_overlap_allow(clock: FakeClock) -> None:
     started, rec = overlapping(Overlap.ALLOW, clock)
     assert started == [10, 20, 30]
+    assert rec.events == []
+
+
+@pytest.mark.parametrize("policy", [Overlap.SKIP, Overlap.QUEUE])
+def test_a_run_all_backlog_runs_every_fire_one_at_a_time_on_the_runner(
+    clock: FakeClock, policy: Overlap
+) -> None:
+    # Fires missed while the scheduler was not running: RUN_ALL runs each of them, oldest
+    # first, one at a time, although they are all due at once and a pool would start the next
+    # before the first ends (where the overlap policy would drop it).
+    release = threading.Event()
+    started: list[float] = []
+    rec = Recorder()
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        started.append((run.scheduled_time - FAKE_START).total_seconds())
+        if len(started) == 1:
+            release.wait(WAIT)
+
+    s = Scheduler(clock=clock, overlap=policy)
+    s.subscribe(rec, JobSkipped)
+    s.schedule(job, FixedRate(10), misfire=Misfire.RUN_ALL)
+    clock.advance(65)  # six fires missed: 10 s .. 60 s
+    s.start()
+    try:
+        until(lambda: len(started) == 1)
+        assert s.stats().running == 1  # the others wait for it
+        release.set()
+        until(lambda: len(started) == 6)
+        assert s.wait_idle(WAIT)
+    finally:
+        release.set()
+        s.shutdown()
+    assert started == [10, 20, 30, 40, 50, 60]
     assert rec.events == []
 
 

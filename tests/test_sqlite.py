@@ -580,6 +580,38 @@ def test_an_anchored_fixed_rate_on_the_real_clock_is_on_its_grid(open_scheduler:
     assert {s.get(f"grid-{i}").next_run_time.microsecond for i in range(20)} == {0}  # type: ignore[union-attr]
 
 
+def test_a_run_all_backlog_after_downtime_runs_every_fire_on_the_runner(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # All due at once when the runner starts, the missed fires run one at a time, oldest
+    # first: the first one's run lasting does not make the overlap policy drop the others.
+    release = threading.Event()
+
+    def slow() -> None:
+        calls.record()
+        if len(calls.keys) == 1:
+            release.wait(WAIT)
+
+    s = open_scheduler()
+    s.register("slow", slow)
+    s.schedule("slow", FixedRate(10), id="rate", misfire=Misfire.RUN_ALL)
+    s.shutdown()
+    clock.advance(65)  # down while six fires fell due
+    s = open_scheduler()
+    s.register("slow", slow)
+    s.start()
+    try:
+        until(lambda: len(calls.keys) == 1)
+        release.set()
+        until(lambda: len(calls.keys) == 6)
+        assert s.wait_idle(WAIT)
+    finally:
+        release.set()
+    due = [T0 + timedelta(seconds=10 * k) for k in range(1, 7)]
+    assert calls.keys == [f"rate@{d.isoformat()}" for d in due]
+    assert [r.state for r in s.runs("rate")] == ["succeeded"] * 6
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

@@ -1041,8 +1041,13 @@ class Scheduler:
             job._sides.append(side)
 
     def _release_held(self, job: Job) -> None:
-        """The job's last run ended: queue the sides that waited for it, now."""
-        if job._sides and not job._running and job._state is not JobState.CANCELLED:
+        """The job's last run ended: queue what waited for it, now: its sides, and the next
+        occurrence of a catch-up (``_begin``)."""
+        if job._running or job._state is JobState.CANCELLED:
+            return
+        if job._due is not None and job._qkey is None and job._state is not JobState.PAUSED:
+            self._push_regular(job)
+        if job._sides:
             now = self._clock.monotonic_ns()
             for side in list(job._sides):
                 if side.hold == _HELD:
@@ -1467,6 +1472,12 @@ class Scheduler:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
                 return (job, job._base, tb, 1, mono, None, None)  # type: ignore[return-value]
+            if job._running and x is not None and x.catchup:
+                # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
+                # unqueued, for the run going on to end (_release_held queues it then), instead
+                # of meeting the overlap policy, which would skip it (or coalesce it).
+                job._due = due
+                return None
             opts = job._opts
             trig = job.trigger
             base = job._base
