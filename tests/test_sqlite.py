@@ -44,6 +44,7 @@ from duetime import (
     FixedDelay,
     FixedRate,
     InvalidArgument,
+    Job,
     JobLookupError,
     JobLost,
     JobState,
@@ -610,6 +611,34 @@ def test_a_run_all_backlog_after_downtime_runs_every_fire_on_the_runner(
     due = [T0 + timedelta(seconds=10 * k) for k in range(1, 7)]
     assert calls.keys == [f"rate@{d.isoformat()}" for d in due]
     assert [r.state for r in s.runs("rate")] == ["succeeded"] * 6
+
+
+def test_declaring_the_same_schedule_again_at_start_up_keeps_what_fell_due(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # Every start declares the schedule with replace=True (docs/many-workers.md): the same
+    # parameters leave the stored job as it stands, its RUN_ALL backlog after downtime and a
+    # pause made meanwhile included; different ones replace it.
+    def declare(s: Scheduler, **changes: Any) -> Job:
+        options: dict[str, Any] = {"args": ("x",), "misfire": Misfire.RUN_ALL} | changes
+        return s.schedule("record", FixedRate(10, start=T0), id="rate", replace=True, **options)
+
+    s = open_scheduler()
+    declare(s)
+    s.run_until(T0 + timedelta(seconds=20))
+    s.shutdown()
+    clock.advance(40)  # down while 30 s .. 60 s fell due
+    s = open_scheduler()
+    job = declare(s)
+    assert job.next_run_time == T0 + timedelta(seconds=30)  # not the next fire from now
+    s.run_until(T0 + timedelta(seconds=60))
+    due = [T0 + timedelta(seconds=10 * k) for k in range(7)]  # 0 s .. 60 s: none lost
+    assert calls.keys == [f"rate@{d.isoformat()}" for d in due]
+    s.pause("rate")
+    assert declare(s).state is JobState.PAUSED
+    job = declare(s, args=("y",))  # a change: replaced (and so resumed)
+    assert job.state is JobState.SCHEDULED and job.args == ("y",)
+    assert job.next_run_time == T0 + timedelta(seconds=60)  # (from now: re-timed)
 
 
 def test_two_schedulers_on_one_file_run_each_fire_once(

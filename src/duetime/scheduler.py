@@ -703,6 +703,10 @@ class Scheduler:
             if existing is not None:
                 if not replace:
                     raise ConflictingIdError(id)
+                if self._durable and self._declared_again(
+                    existing, func, trigger, args, kwargs, name, priority, opts, ref, paused
+                ):
+                    return existing
                 job = existing  # the same handle gets the new parameters
             else:
                 job = new_job(self, func, trigger)
@@ -2074,6 +2078,47 @@ class Scheduler:
             _durable.trigger_json(At(trigger) if type(trigger) is datetime else trigger)
         _durable.check_limiter(limiter)
         return ref, args_json
+
+    def _declared_again(
+        self,
+        stored: Job,
+        func: Callable[..., Any],
+        trigger: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        name: str | None,
+        priority: int,
+        opts: JobOptions,
+        ref: str,
+        paused: bool,
+    ) -> bool:
+        """Whether ``replace=True`` asks for exactly what the stored job is (lock held): every
+        copy of an application declaring its schedule at start-up. Then the job is left as it
+        stands: its next fire, a ``RUN_ALL`` backlog after downtime, a pause made elsewhere.
+        (Replacing it would start it afresh from now and drop what fell due meanwhile.)"""
+        if paused and stored._state is not JobState.PAUSED:
+            return False
+        asked = new_job(self, func, trigger)
+        self._set_params(asked, func, args, kwargs, name, priority, opts)
+        new = _durable.job_row(asked, ref)
+        old = self._row(stored)
+        return (
+            new.name,
+            new.task,
+            new.args,
+            new.trigger,
+            new.retry,
+            new.options,
+            new.priority,
+        ) == (
+            old.name,
+            old.task,
+            old.args,
+            old.trigger,
+            old.retry,
+            old.options,
+            old.priority,
+        )
 
     def _row(self, job: Job) -> JobRow:
         func = job.func
