@@ -187,6 +187,14 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
         PostgresStore(pg_database, schema="")
     with pytest.raises(InvalidArgument, match="poll_interval must be positive"):
         PostgresStore(pg_database, poll_interval=0)
+    with pytest.raises(InvalidArgument, match="connect_timeout must be positive"):
+        PostgresStore(pg_database, connect_timeout=0)
+    with pytest.raises(InvalidArgument, match=r"dsn must be a libpq connection string.*'this is"):
+        PostgresStore("this is not a dsn")
+    for url in ("postgresql://app:s3cret@[::1/app", "postgresql://app:s3cret@db/app?x=1"):
+        with pytest.raises(InvalidArgument, match=r"(store|dsn) must .*app:\*\*\*@") as bad:
+            Scheduler(store=url)
+        assert "s3cret" not in str(bad.value)
     with pytest.raises(InvalidArgument, match="store must look like 'postgresql://"):
         PostgresStore.from_url("mysql://x/y")
     store = PostgresStore.from_url("postgresql://app:s3cret@127.0.0.1:1/app?schema=jobs")

@@ -298,6 +298,24 @@ def _psycopg() -> Any:
     return psycopg
 
 
+def _check_dsn(dsn: str) -> None:
+    """Refuse a DSN libpq cannot parse, at construction rather than at the first connection
+    (where it would read as an unreachable server). Without psycopg, opening the store says
+    to install it."""
+    try:
+        from psycopg import conninfo
+    except ImportError:  # pragma: no cover - the extra is installed wherever tests run
+        return
+    try:
+        conninfo.conninfo_to_dict(dsn)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidArgument(
+            f"dsn must be a libpq connection string ('host=db dbname=app user=app') or a URL "
+            f"('postgresql://app@db:5432/app'), got {_redact(dsn)!r}: {_redact(reason)}"
+        ) from None
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -340,7 +358,8 @@ class PostgresStore(SQLStore):
             changes arrive at once; see docs/many-workers.md).
         retention: How long finished runs, and rows of ended jobs, are kept (seconds or a
             timedelta). Default 7 days.
-        connect_timeout: Seconds to wait for the server when connecting. Default 5 seconds.
+        connect_timeout: Seconds to wait for the server when connecting (> 0; libpq counts
+            whole seconds, so it is rounded, to at least 1). Default 5 seconds.
 
     A store belongs to one Scheduler; open one per Scheduler (any number may share a
     database and schema). Needs ``pip install "duetime[postgres]"`` (psycopg 3).
@@ -385,7 +404,10 @@ class PostgresStore(SQLStore):
         self.dsn = dsn
         self.schema = schema
         self.poll_ns = duration_ns("poll_interval", poll_interval, allow_zero=False)
-        self.connect_timeout = duration_ns("connect_timeout", connect_timeout) / NS_PER_SECOND
+        self.connect_timeout = (
+            duration_ns("connect_timeout", connect_timeout, allow_zero=False) / NS_PER_SECOND
+        )
+        _check_dsn(dsn)
         self._channel = f"duetime:{schema}"
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = True
@@ -405,7 +427,13 @@ class PostgresStore(SQLStore):
     def from_url(cls, url: str) -> PostgresStore:
         """A store for ``postgresql://user@host:port/dbname`` (``postgres://`` too); a query
         parameter ``schema=name`` chooses the schema, the others go to libpq."""
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError as exc:  # ("Invalid IPv6 URL")
+            raise InvalidArgument(
+                f"store must look like 'postgresql://user@host:5432/dbname', got "
+                f"{_redact(url)!r}: {exc}"
+            ) from None
         if parts.scheme not in ("postgresql", "postgres"):
             raise InvalidArgument(
                 f"store must look like 'postgresql://user@host:5432/dbname', got {url!r}"
