@@ -363,15 +363,11 @@ def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
 
 
-def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorder]:
-    """A 10 s fixed-rate job whose first run lasts until two more periods have come due.
-
-    Returns the scheduled times (seconds after the start) of the runs that started, and the
-    JobSkipped events.
-    """
+def first_run_waits() -> tuple[threading.Event, list[float], Callable[[], None]]:
+    """A job that records the scheduled times of its runs (seconds after the start), the first
+    of which lasts until the event is set."""
     release = threading.Event()
     started: list[float] = []
-    rec = Recorder()
 
     def job() -> None:
         run = current_run()
@@ -379,6 +375,18 @@ def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorde
         started.append((run.scheduled_time - FAKE_START).total_seconds())
         if len(started) == 1:
             release.wait(WAIT)
+
+    return release, started, job
+
+
+def overlapping(policy: Overlap, clock: FakeClock) -> tuple[list[float], Recorder]:
+    """A 10 s fixed-rate job whose first run lasts until two more periods have come due.
+
+    Returns the scheduled times (seconds after the start) of the runs that started, and the
+    JobSkipped events.
+    """
+    release, started, job = first_run_waits()
+    rec = Recorder()
 
     with Scheduler(clock=clock, overlap=policy) as s:
         s.subscribe(rec, JobSkipped)
@@ -427,16 +435,8 @@ def test_a_run_all_backlog_runs_every_fire_one_at_a_time_on_the_runner(
     # Fires missed while the scheduler was not running: RUN_ALL runs each of them, oldest
     # first, one at a time, although they are all due at once and a pool would start the next
     # before the first ends (where the overlap policy would drop it).
-    release = threading.Event()
-    started: list[float] = []
+    release, started, job = first_run_waits()
     rec = Recorder()
-
-    def job() -> None:
-        run = current_run()
-        assert run is not None
-        started.append((run.scheduled_time - FAKE_START).total_seconds())
-        if len(started) == 1:
-            release.wait(WAIT)
 
     s = Scheduler(clock=clock, overlap=policy)
     s.subscribe(rec, JobSkipped)
