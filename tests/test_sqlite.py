@@ -641,6 +641,23 @@ def test_declaring_the_same_schedule_again_at_start_up_keeps_what_fell_due(
     assert job.next_run_time == T0 + timedelta(seconds=60)  # (from now: re-timed)
 
 
+def test_a_function_declared_again_at_start_up_runs_here(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # Stored as "posix:getcwd", which a process does not import on the store's word: declared
+    # again (unchanged) at start-up, the job is left as it stands but runs here.
+    def declare(s: Scheduler) -> Job:
+        return s.schedule(os.getcwd, FixedRate(10, start=T0), id="cwd", replace=True)
+
+    s = open_scheduler()
+    declare(s)
+    assert s.run_until(T0 + timedelta(seconds=10)) == 2
+    s.shutdown()
+    s = open_scheduler()
+    assert declare(s).next_run_time == T0 + timedelta(seconds=20)
+    assert s.run_until(T0 + timedelta(seconds=30)) == 2
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

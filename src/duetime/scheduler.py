@@ -706,6 +706,11 @@ class Scheduler:
                 if self._durable and self._declared_again(
                     existing, func, trigger, args, kwargs, name, priority, opts, ref, paused
                 ):
+                    if type(existing.func) is MissingTask:
+                        # Loaded before its function was known here (a "module:qualname" this
+                        # process does not import on the store's word): it is now.
+                        self._tasks.setdefault(ref, func)
+                        self._unpark()
                     return existing
                 job = existing  # the same handle gets the new parameters
             else:
