@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import tracemalloc
 from datetime import datetime, timedelta
 
@@ -19,7 +20,7 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import Recorder
+from .conftest import WAIT, Recorder
 
 
 def setup(policy: Misfire, **kw: object) -> tuple[FakeClock, Scheduler, list[datetime], Recorder]:
@@ -149,3 +150,36 @@ def test_paused_recurring_job_resumes_with_misfire_policy() -> None:
     s.run_pending()
     assert secs(ran) == [10]  # the occurrence held at pause, once
     assert rec.events[0].missed == 9  # type: ignore[attr-defined]
+
+
+def test_a_catch_up_occurrence_that_waited_for_a_run_in_another_thread_runs_after_it() -> None:
+    # No runner: the first catch-up run goes on in one thread while another thread's
+    # run_pending() pops the next occurrence, which waits for it; when it ends, the backlog
+    # goes on (it was left unqueued for good once).
+    clock = FakeClock(FAKE_START)
+    s = Scheduler(clock)
+    inside, gate = threading.Event(), threading.Event()
+    ran: list[float] = []
+
+    def job() -> None:
+        ran.append(clock.time())
+        if len(ran) == 1:
+            inside.set()
+            gate.wait(WAIT)
+
+    s.schedule(job, FixedRate(10), misfire=Misfire.RUN_ALL)
+    clock.advance(45)  # four fires missed
+    first = threading.Thread(target=s.run_pending)
+    first.start()
+    try:
+        assert inside.wait(WAIT)
+        assert s.run_pending() == 0  # the 20 s occurrence waits for the 10 s run
+    finally:
+        gate.set()
+        first.join(WAIT)
+    assert not first.is_alive()
+    s.run_pending()
+    start = FAKE_START.timestamp()
+    assert [t - start for t in ran] == [45.0] * 4  # 10 s .. 40 s, all caught up now
+    clock.advance(10)
+    assert s.run_pending() == 1

@@ -658,6 +658,79 @@ def test_a_function_declared_again_at_start_up_runs_here(
     assert s.run_until(T0 + timedelta(seconds=30)) == 2
 
 
+def test_a_resume_made_while_a_fire_runs_elsewhere_stands(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # While a runs the fire, b pauses the job, a reads the pause, b resumes: a's outcome, sent
+    # as "paused", leaves the job resumed, and a reads that back.
+    a = open_scheduler()
+    b = open_scheduler()
+
+    def flip() -> None:
+        calls.record()
+        b.pause("tick")
+        assert a.get("tick").state is JobState.PAUSED  # type: ignore[union-attr]
+        b.resume("tick")
+
+    a.register("flip", flip)
+    b.register("flip", flip)
+    a.schedule("flip", FixedRate(60), id="tick")
+    clock.advance(60)
+    assert a.run_pending() == 1
+    row = b.store.load_row("tick")  # type: ignore[attr-defined]
+    assert row is not None and row.state == "scheduled" and row.runs == 1
+    clock.advance(60)
+    assert a.run_pending() + b.run_pending() == 1  # (and flip pauses and resumes it again)
+    assert a.get("tick").state is JobState.SCHEDULED  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("change", ["cancel", "replace"])
+def test_a_fire_skipped_by_a_stale_copy_does_not_undo_a_change_made_elsewhere(
+    open_scheduler: Opener,
+    clock: FakeClock,
+    calls: Calls,
+    change: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a runs the 10 s fire in a thread; b cancels or replaces the job meanwhile; a, not having
+    # read that, skips the 20 s fire (Overlap.SKIP: its run still goes on) and writes the job's
+    # progress: not over the cancel, and not its old arguments.
+    a = open_scheduler()
+    b = open_scheduler()
+    inside, gate = threading.Event(), threading.Event()
+
+    def hold(tag: str) -> None:
+        calls.record(tag)
+        inside.set()
+        gate.wait(WAIT)
+
+    for s in (a, b):
+        s.register("hold", hold)
+    a.schedule("hold", FixedRate(10), args=("old",), id="tick")
+    clock.advance(10)
+    running = threading.Thread(target=a.run_pending)
+    running.start()
+    try:
+        assert inside.wait(WAIT)
+        if change == "cancel":
+            assert b.cancel("tick")
+        else:
+            b.schedule("hold", FixedRate(10), args=("new",), id="tick", replace=True)
+        monkeypatch.setattr(a, "_sync_locked", lambda full=True: None)  # (a reads nothing)
+        clock.advance(10)
+        assert a.run_pending() == 0  # the 20 s fire, skipped
+    finally:
+        gate.set()
+        running.join(WAIT)
+    assert not running.is_alive()
+    row = b.store.load_row("tick")  # type: ignore[attr-defined]
+    assert row is not None
+    if change == "cancel":
+        assert row.state == "cancelled"
+    else:
+        assert '"new"' in row.args and row.state == "scheduled"
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

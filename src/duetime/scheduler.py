@@ -33,6 +33,7 @@ import logging
 import math
 import os
 import random
+import re
 import socket
 import sys
 import threading
@@ -276,9 +277,10 @@ def _store_from_url(url: str) -> MemoryStore:
         return SQLiteStore.from_url(url)
     if url.startswith(("postgresql:", "postgres:")):
         return PostgresStore.from_url(url)
+    shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)  # (no password in messages)
     raise InvalidArgument(
         f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
-        f"'postgresql://user@host/dbname', got {url!r}"
+        f"'postgresql://user@host/dbname', got {shown!r}"
     )
 
 
@@ -1771,6 +1773,8 @@ class Scheduler:
                 job._state = _COMPLETED
                 del self._store.index[job if job._id is None else job._id]
             else:
+                if job._due is not None and job._qkey is None:
+                    self._release_held(job)  # (a catch-up's next occurrence waited for it)
                 self._settle(job)
             return
         self._finish_slow(occ, result, error)
@@ -2194,11 +2198,17 @@ class Scheduler:
             raise
 
     def _save_quiet(self, job: Job) -> None:
-        """``_save`` on the runner's path: a failure is logged, not raised."""
+        """Write the progress of a job the runner moved on without running it (a fire
+        skipped, or run elsewhere): only its progress, and not over a cancel, pause or resume
+        made meanwhile elsewhere (as an outcome). A failure is logged, not raised, and the
+        job read back."""
         try:
-            self._save(job)
+            self._store.write_progress(  # type: ignore[attr-defined]
+                [self._row(job)], self._clock.time_ns()
+            )
         except StoreError as exc:
             logger.error("could not record job %r: %s", job._id, exc)
+            self._reload(job, quiet=True)
 
     def _reload(self, job: Job, row: JobRow | None = None, quiet: bool = False) -> None:
         """Read a job back from the store (unless its ``row`` was read already), dropping what

@@ -91,11 +91,13 @@ PROGRESS_AT = 2 + JOB_SET.index("state")
 
 def progress_set(target: str, source: str) -> str:
     """The SET list of an outcome's write of a job's progress, from relation ``source`` into
-    the row ``target``: a job another process paused meanwhile stays paused (only resume()
-    resumes; an outcome that ends the job still ends it)."""
+    the row ``target``. Pausing and resuming belong to pause() and resume(), which write at
+    once: an outcome leaves a job paused or resumed elsewhere meanwhile as it is (one that
+    ends the job still ends it)."""
     columns = [
-        f"state = CASE WHEN {target}.state = 'paused' AND {source}.state IN "
-        f"('scheduled', 'running') THEN 'paused' ELSE {source}.state END"
+        f"state = CASE WHEN {source}.state NOT IN ('scheduled', 'running', 'paused') "
+        f"THEN {source}.state WHEN {target}.state = 'paused' THEN 'paused' "
+        f"WHEN {source}.state = 'paused' THEN {target}.state ELSE {source}.state END"
     ]
     columns += [f"{column} = {source}.{column}" for column in PROGRESS[1:]]
     return ", ".join(columns)
@@ -300,6 +302,22 @@ class SQLStore(MemoryStore):
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
             self._changed(db)
         self._wrote(rows, rev)
+
+    def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
+        """Write the progress of jobs the runner moved on without a run (a fire skipped), as
+        outcomes write it (``_UPSERT_PROGRESS``), in one transaction. A row the store did not
+        take as given is read back with the changes."""
+        kept = []
+        with self._tx("saving jobs") as db:
+            rev = self._rev(db)
+            for row in rows:
+                written = db.execute(
+                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
+                ).fetchone()
+                if written is not None and written[0] == row.state:
+                    kept.append(row)
+            self._changed(db)
+        self._wrote(kept, rev)
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert rows of new jobs; returns the ids that are taken by live jobs already (then

@@ -202,6 +202,11 @@ class DurableStore(JobStore, Protocol):
         """Write whole rows, one transaction."""
         ...
 
+    def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
+        """Write the progress of jobs the runner moved on (a skipped fire), as outcomes do:
+        not over an ended job, not over a pause or resume made meanwhile; one transaction."""
+        ...
+
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert new jobs' rows; returns ids already live (then nothing is written)."""
         ...

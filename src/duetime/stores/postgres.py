@@ -312,7 +312,7 @@ def _check_dsn(dsn: str) -> None:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidArgument(
             f"dsn must be a libpq connection string ('host=db dbname=app user=app') or a URL "
-            f"('postgresql://app@db:5432/app'), got {_redact(dsn)!r}: {_redact(reason)}"
+            f"('postgresql://app@db:5432/app'), got {_redact(dsn)!r}: {_redact_in(reason, dsn)}"
         ) from None
 
 
@@ -324,6 +324,17 @@ def _redact(dsn: str) -> str:
     """The DSN for messages: without its password."""
     dsn = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", dsn)
     return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", dsn)
+
+
+def _redact_in(text: str, dsn: str) -> str:
+    """``text`` (a driver's message about ``dsn``, which may quote any part of it) without the
+    DSN's password."""
+    found = re.findall(r"://[^:/@]*:([^@/]*)@", dsn)
+    found += [p.strip("'") for p in re.findall(r"password\s*=\s*('[^']*'|\S+)", dsn)]
+    for password in found:
+        if password:
+            text = text.replace(password, "***")
+    return _redact(text)
 
 
 class _Handle:
@@ -436,7 +447,7 @@ class PostgresStore(SQLStore):
             ) from None
         if parts.scheme not in ("postgresql", "postgres"):
             raise InvalidArgument(
-                f"store must look like 'postgresql://user@host:5432/dbname', got {url!r}"
+                f"store must look like 'postgresql://user@host:5432/dbname', got {_redact(url)!r}"
             )
         query = parse_qsl(parts.query, keep_blank_values=True)
         schema = "duetime"
