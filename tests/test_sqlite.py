@@ -731,6 +731,32 @@ def test_a_fire_skipped_by_a_stale_copy_does_not_undo_a_change_made_elsewhere(
         assert '"new"' in row.args and row.state == "scheduled"
 
 
+def test_a_reschedule_made_while_a_fire_runs_elsewhere_stands(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # b reschedules a one-shot while a runs it: a's outcome ("completed") records the run but
+    # leaves the new time b gave the job.
+    a = open_scheduler()
+    b = open_scheduler()
+    later = T0 + timedelta(minutes=5)
+
+    def move() -> None:
+        calls.record()
+        b.reschedule("once", At(later))
+
+    a.register("move", move)
+    b.register("move", move)
+    a.schedule("move", At(T0 + timedelta(seconds=10)), id="once")
+    clock.advance(10)
+    assert a.run_pending() == 1
+    row = b.store.load_row("once")  # type: ignore[attr-defined]
+    assert row is not None and row.state == "scheduled" and row.runs == 1
+    assert a.get("once").next_run_time == later  # type: ignore[union-attr]
+    clock.advance(300)
+    assert a.run_pending() + b.run_pending() == 1
+    assert len(calls.keys) == 2
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

@@ -89,17 +89,34 @@ assert PROGRESS[0] == "state"  # (progress_set below)
 PROGRESS_AT = 2 + JOB_SET.index("state")
 
 
+# The progress columns that say when the job runs next (the rest count what ran).
+_TIMING = ("next_base", "next_due", "sides", "catchup")
+
+
 def progress_set(target: str, source: str) -> str:
-    """The SET list of an outcome's write of a job's progress, from relation ``source`` into
-    the row ``target``. Pausing and resuming belong to pause() and resume(), which write at
-    once: an outcome leaves a job paused or resumed elsewhere meanwhile as it is (one that
-    ends the job still ends it)."""
+    """The SET list of an outcome's write of a job's progress, from relation ``source`` (with
+    the job's ``trigger`` as the writing process knows it) into the row ``target``.
+
+    Changes made elsewhere while the fire ran stand: pausing and resuming belong to pause() and
+    resume() (an outcome that ends the job still ends it), and if the job's recurrence is no
+    longer the one the writer knows (a reschedule() or replace=True), its next fire is the
+    one that change computed: the outcome writes only what ran (counters, last error)."""
+    same = f"{target}.trigger = {source}.trigger"
     columns = [
-        f"state = CASE WHEN {source}.state NOT IN ('scheduled', 'running', 'paused') "
-        f"THEN {source}.state WHEN {target}.state = 'paused' THEN 'paused' "
+        # (Not same: "running" was the other process's view of this run, which is over.)
+        f"state = CASE WHEN NOT {same} THEN (CASE WHEN {target}.state = 'running' "
+        f"THEN 'scheduled' ELSE {target}.state END) "
+        f"WHEN {source}.state NOT IN ('scheduled', 'running', 'paused') THEN {source}.state "
+        f"WHEN {target}.state = 'paused' THEN 'paused' "
         f"WHEN {source}.state = 'paused' THEN {target}.state ELSE {source}.state END"
     ]
-    columns += [f"{column} = {source}.{column}" for column in PROGRESS[1:]]
+    for column in PROGRESS[1:]:
+        if column in _TIMING:
+            columns.append(
+                f"{column} = CASE WHEN {same} THEN {source}.{column} ELSE {target}.{column} END"
+            )
+        else:
+            columns.append(f"{column} = {source}.{column}")
     return ", ".join(columns)
 
 

@@ -174,6 +174,8 @@ def _rows(fields: Sequence[tuple[str, str]]) -> str:
 
 # A job's id and progress columns (PROGRESS), for rows passed as JSON.
 _PROGRESS_ROW = (("id", "text"), *((c, _JOB_TYPES[c]) for c in PROGRESS))
+# An outcome's row: the same, with the job's recurrence as the writer knows it (progress_set).
+_OUTCOME_ROW = (("id", "text"), ("trigger", "text"), *_PROGRESS_ROW[1:])
 
 
 def _set_from(alias: str) -> str:
@@ -245,7 +247,7 @@ _SETTLE_MANY = (
     "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
     "lease_until = NULL FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
     "AND u.state = 'running' RETURNING u.key, u.job_id), "
-    "w AS (" + _rows(_PROGRESS_ROW) + "), "
+    "w AS (" + _rows(_OUTCOME_ROW) + "), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + progress_set("j", "w")
@@ -697,7 +699,7 @@ class PostgresStore(SQLStore):
         runs = []
         for key, attempt, state, error, now, row in outcomes:
             assert row is not None
-            rows[row.id] = (row.id, *job_values(row, 0, now)[PROGRESS_AT:])
+            rows[row.id] = (row.id, row.trigger, *job_values(row, 0, now)[PROGRESS_AT:])
             runs.append((key, attempt, state, now if state != "failed" else None, error))
         return (json.dumps(runs), self.worker, json.dumps(list(rows.values())))
 
