@@ -757,6 +757,30 @@ def test_a_reschedule_made_while_a_fire_runs_elsewhere_stands(
     assert len(calls.keys) == 2
 
 
+def test_a_recurring_job_rescheduled_while_its_fire_runs_elsewhere_is_read_back(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # b gives the job a new period while a runs its fire: after a's outcome, a knows the new
+    # recurrence and its next fire (not only at its next claim).
+    a = open_scheduler()
+    b = open_scheduler()
+
+    def move() -> None:
+        calls.record()
+        b.reschedule("tick", FixedRate(30))
+
+    for s in (a, b):
+        s.register("move", move)
+    a.schedule("move", FixedRate(60), id="tick")
+    clock.advance(60)
+    assert a.run_pending() == 1
+    job = a.get("tick")
+    assert job is not None and job.trigger == FixedRate(30)
+    assert job.next_run_time == T0 + timedelta(seconds=90)
+    row = b.store.load_row("tick")  # type: ignore[attr-defined]
+    assert row is not None and row.state == "scheduled" and row.runs == 1
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

@@ -132,15 +132,15 @@ _ADVANCE_JOB = (
 )
 
 # An outcome's (or a side occurrence's claim's) write: the progress of a job whose row is there
-# and live, the whole row of one whose row is not there. Answers the state written, nothing if
-# the job had ended.
+# and live, the whole row of one whose row is not there. Answers the state and recurrence the
+# row has, nothing if the job had ended.
 _UPSERT_PROGRESS = (
     f"INSERT INTO {{p}}jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * (len(JOB_SET) + 2))}) "
     "ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, "
     + progress_set("{p}jobs", "excluded")
     + " WHERE {p}jobs.state"
     + PROGRESS_LIVE
-    + " RETURNING state"
+    + " RETURNING state, trigger"
 )
 
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
@@ -331,7 +331,7 @@ class SQLStore(MemoryStore):
                 written = db.execute(
                     self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
                 ).fetchone()
-                if written is not None and written[0] == row.state:
+                if written is not None and tuple(written) == (row.state, row.trigger):
                     kept.append(row)
             self._changed(db)
         self._wrote(kept, rev)
@@ -453,7 +453,7 @@ class SQLStore(MemoryStore):
                 written = db.execute(
                     self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
                 ).fetchone()
-                if written is None or written[0] != row.state:
+                if written is None or tuple(written) != (row.state, row.trigger):
                     row = None  # (not as this process has it: read back with the changes)
         # Taken now, or taken before (a backfilled fire another process ran): not queued any
         # more, so no longer worth remembering (queued_runs).
@@ -563,7 +563,7 @@ class SQLStore(MemoryStore):
                 written = db.execute(
                     self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
                 ).fetchone()
-                if written is None or written[0] != row.state:
+                if written is None or tuple(written) != (row.state, row.trigger):
                     row = None  # (not as this process has it: read back with the changes)
         self._held.discard(key)
         if row is not None:

@@ -230,8 +230,8 @@ _CLAIM_MANY = (
 # Outcomes in one statement, fenced by worker and attempt; each job's progress (given once) is
 # written if any of its runs was and the job has not ended (progress_set). The rows are locked in
 # id order first, so two workers writing outcomes of the same jobs cannot deadlock. Answers (the
-# keys recorded, the ids and revs of the rows written as given: a row kept paused is not, and
-# is read back with the other processes' changes).
+# keys recorded, the ids and revs of the rows written as given: one that kept a change made
+# elsewhere, a pause or a new recurrence, is not, and is read back with the changes).
 _SETTLE_MANY = (
     "WITH v AS ("
     + _rows(
@@ -253,7 +253,7 @@ _SETTLE_MANY = (
     + progress_set("j", "w")
     + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND j.state"
     + PROGRESS_LIVE
-    + " RETURNING j.id, j.rev, j.state = w.state AS same) "
+    + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger AS same) "
     "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j WHERE same), "
     "(SELECT array_agg(rev) FROM j WHERE same)"
 )
