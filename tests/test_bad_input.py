@@ -76,6 +76,7 @@ SCHEDULER_CASES: list[Case] = [
     ("priority too big", lambda s: s.schedule(print, 1, priority=2**31), InvalidArgument, r"priority must be between -2147483648 and 2147483647, got 2147483648"),
     ("priority too small", lambda s: s.schedule(print, 1, id="p", priority=-(2**31) - 1), InvalidArgument, "priority must be between"),
     ("retry type", lambda s: s.schedule(print, 1, retry=3), TypeError, "retry must be a RetryPolicy"),  # type: ignore[arg-type]
+    ("retry class", lambda s: s.schedule(print, 1, retry=FixedBackoff), TypeError, "retry must be a RetryPolicy, got <class"),  # type: ignore[arg-type]
     ("misfire type", lambda s: s.schedule(print, 1, misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
     ("overlap type", lambda s: s.schedule(print, 1, overlap="skip"), TypeError, "overlap must be an Overlap"),  # type: ignore[arg-type]
     ("negative grace", lambda s: s.schedule(print, 1, grace=-1), InvalidArgument, "grace must not be negative"),

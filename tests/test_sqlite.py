@@ -781,6 +781,46 @@ def test_a_recurring_job_rescheduled_while_its_fire_runs_elsewhere_is_read_back(
     assert row is not None and row.state == "scheduled" and row.runs == 1
 
 
+def test_a_recurring_job_keeps_every_retry_pending_at_once(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # Each minute's fire fails once and is retried 90 s later: a fire fails while the retry of
+    # the one before is still pending. Every retry runs, as in memory (the second failure was
+    # recorded as dead once, and its retry never ran).
+    def flaky() -> None:
+        run = current_run()
+        assert run is not None
+        calls.record()
+        if run.attempt == 1:
+            raise RuntimeError("first attempt fails")
+
+    s = open_scheduler()
+    s.register("flaky", flaky)
+    s.schedule("flaky", FixedRate(60), id="r", retry=FixedBackoff([90]))
+    s.run_until(T0 + timedelta(seconds=400))
+    retried = sorted(k for k in set(calls.keys) if calls.keys.count(k) == 2)
+    assert retried == [f"r@{(T0 + timedelta(minutes=m)).isoformat()}" for m in range(1, 6)]
+    assert "dead" not in {r.state for r in s.runs("r")}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"args": 5}, "args must be a tuple or list, got 5"),
+        ({"kwargs": [1]}, r"kwargs must be a dict or None, got \[1\]"),
+        ({"retry": FixedBackoff}, "retry must be a RetryPolicy, got <class"),
+    ],
+)
+def test_bad_arguments_are_named_before_anything_is_stored(
+    open_scheduler: Opener, options: dict[str, Any], message: str
+) -> None:
+    s = open_scheduler()
+    with pytest.raises(TypeError, match=message):
+        s.schedule("record", 10, id="bad", **options)
+    assert s.get("bad") is None
+    assert s.store.load_row("bad") is None  # type: ignore[attr-defined]
+
+
 def test_two_schedulers_on_one_file_run_each_fire_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:
@@ -840,6 +880,20 @@ def test_backfill_enqueues_each_missing_fire_once(open_scheduler: Opener, calls:
     assert s.backfill("hourly", start - timedelta(hours=1), end) == [
         "hourly@2026-03-02T04:00:00+00:00"
     ]
+
+
+def test_backfill_leaves_fires_still_to_come_to_their_time(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", Cron("0 * * * *"), id="hourly")
+    clock.advance(30 * 60)  # 08:30
+    keys = s.backfill("hourly", T0 - timedelta(hours=1), T0 + timedelta(hours=3))
+    assert keys == ["hourly@2026-03-02T07:00:00+00:00", "hourly@2026-03-02T08:00:00+00:00"]
+    assert s.run_pending() == 2  # not 09:00 and 10:00 ahead of their time
+    assert s.backfill("hourly", T0 + timedelta(hours=1), T0 + timedelta(hours=3)) == []
+    clock.advance(30 * 60)
+    assert s.run_pending() == 1 and calls.keys[-1] == "hourly@2026-03-02T09:00:00+00:00"
 
 
 def test_backfilled_fires_survive_a_restart_and_are_not_run_twice(

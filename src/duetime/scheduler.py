@@ -386,7 +386,7 @@ class Scheduler:
             rng = random.Random()
         elif not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {rng!r}")
-        if retry is not None and not isinstance(retry, RetryPolicy):
+        if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
             raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
         if not isinstance(misfire, Misfire):
             raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
@@ -656,10 +656,6 @@ class Scheduler:
                 "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
             )
         trigger, first = self._when(when)
-        if self._durable:
-            ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
-            if task_name is not None:
-                ref = task_name  # (the name asked for, if the function has several)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -672,6 +668,10 @@ class Scheduler:
                 raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
             if not kwargs:
                 kwargs = None
+        if self._durable:
+            ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
+            if task_name is not None:
+                ref = task_name  # (the name asked for, if the function has several)
         if id is not None:
             if not isinstance(id, str):
                 raise TypeError(f"id must be a str or None, got {id!r}")
@@ -904,7 +904,7 @@ class Scheduler:
         limiter: TokenBucket | None,
         executor: str | None,
     ) -> JobOptions:
-        if retry is not None and not isinstance(retry, RetryPolicy):
+        if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
             raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
         if misfire is not None and not isinstance(misfire, Misfire):
             raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
@@ -2664,7 +2664,7 @@ class Scheduler:
         alone.)"""
         occ, _, error = done
         job = occ[0]
-        before = job._sides or ()
+        before = tuple(job._sides or ())  # (a copy: the finish appends to the job's list)
         Scheduler._finish_locked(self, done)
         fire = occ[6]
         assert fire is not None
@@ -2768,7 +2768,8 @@ class Scheduler:
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
         """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is
-        not enqueued, oldest first; they run whatever the job's misfire policy.
+        not enqueued, oldest first; they run whatever the job's misfire policy. Only fires due
+        by now are enqueued: the ones still to come run on schedule, not ahead of their time.
 
         Needs a durable store: it is the record of which fires ran. Calling it again for the
         same range enqueues nothing more.
@@ -2798,6 +2799,7 @@ class Scheduler:
         with self._lock:
             job = self._lookup(job_or_id)
             trig = job.trigger
+            hi = min(hi, self._clock.time_ns() + 1)  # (due by now, now included)
             fires: list[int] = []
             if isinstance(trig, At):
                 t = datetime_to_ns(trig.when)
