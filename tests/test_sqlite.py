@@ -342,6 +342,29 @@ def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
     assert "x" not in t
 
 
+def test_a_task_registered_after_start_takes_over_its_lost_runs_at_once(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    crashed = open_scheduler(lease=30)
+
+    def die() -> None:
+        raise SystemExit("killed mid-run")
+
+    crashed.register("die", die)
+    crashed.schedule("die", 10, id="x")
+    with pytest.raises(SystemExit):
+        crashed.run_for(10)
+    # Started past the lease with the task not registered yet: its first look for lost runs
+    # passes this one over. Registering the task looks again at once (the clock stands still).
+    t = open_scheduler(clock=FakeClock(T0 + timedelta(minutes=5)), lease=30)
+    t.start()
+    until(lambda: t.stats().running == 0)
+    t.register("die", calls.record)
+    until(lambda: calls.keys == ["x@2026-03-02T08:00:10+00:00"])
+    assert t.wait_idle(WAIT)
+    assert [(r.state, r.attempt) for r in t.runs("x")] == [("succeeded", 2)]
+
+
 def test_giving_back_a_run_is_fenced_by_worker_and_attempt(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

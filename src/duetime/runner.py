@@ -56,6 +56,10 @@ class RunnerLike(Protocol):
         """Called under the lock when a run finished or was abandoned."""
         ...
 
+    def poll_now(self) -> None:
+        """Called under the lock: look at the durable store at the next turn, and wake up."""
+        ...
+
     def stop(self, *, wait: bool, cancel_running: bool) -> None:
         """Stop running; with ``wait``, let dispatched jobs finish."""
         ...
@@ -119,6 +123,11 @@ class HeadWatcher:
             # A durable store: other processes' changes are seen by polling (bounded).
             timeout = s.poll
         return timeout
+
+    def poll_now(self) -> None:
+        """Look at the durable store at the next turn of the loop, and wake up (lock held)."""
+        self._next_poll = 0
+        self.notify()
 
     def _poll(self, mono: int) -> None:
         """With a durable store, sync with it when a poll interval has passed (lock held)."""

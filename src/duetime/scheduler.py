@@ -854,6 +854,12 @@ class Scheduler:
                 self._task_of.pop(func, None)  # rows name it by its task name from now on
                 if self._unresolved:
                     self._unpark()
+                    # Runs of the task whose lease ran out were passed over while nothing here
+                    # could run them: look for them at once, not a poll interval later (never,
+                    # on a FakeClock that does not move).
+                    self._next_poll = 0
+                    if self._runner is not None:
+                        self._runner.poll_now()
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
