@@ -76,6 +76,9 @@ SCHEDULER_CASES: list[Case] = [
     ("priority too big", lambda s: s.schedule(print, 1, priority=2**31), InvalidArgument, r"priority must be between -2147483648 and 2147483647, got 2147483648"),
     ("priority too small", lambda s: s.schedule(print, 1, id="p", priority=-(2**31) - 1), InvalidArgument, "priority must be between"),
     ("retry type", lambda s: s.schedule(print, 1, retry=3), TypeError, "retry must be a RetryPolicy"),  # type: ignore[arg-type]
+    ("kwargs keys", lambda s: s.schedule(print, 1, kwargs={1: 2}), TypeError, r"kwargs keys must be str, got \{1: 2\}"),  # type: ignore[dict-item]
+    ("replace not bool", lambda s: s.schedule(print, 1, id="x", replace="yes"), TypeError, "replace must be a bool, got 'yes'"),  # type: ignore[arg-type]
+    ("paused not bool", lambda s: s.schedule(print, 1, paused=1), TypeError, "paused must be a bool, got 1"),  # type: ignore[arg-type]
     ("retry class", lambda s: s.schedule(print, 1, retry=FixedBackoff), TypeError, "retry must be a RetryPolicy, got <class"),  # type: ignore[arg-type]
     ("misfire type", lambda s: s.schedule(print, 1, misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
     ("overlap type", lambda s: s.schedule(print, 1, overlap="skip"), TypeError, "overlap must be an Overlap"),  # type: ignore[arg-type]

@@ -1371,6 +1371,8 @@ def test_bad_store_arguments(tmp_path: Path) -> None:
         Scheduler(store=SQLiteStore(tmp_path / "x.db"), lease=-1)
     with pytest.raises(TypeError, match="import_tasks must be a list of module prefixes"):
         Scheduler(import_tasks="myapp")
+    with pytest.raises(InvalidArgument, match=r"import_tasks must name module prefixes.*\[''\]"):
+        Scheduler(import_tasks=[""])
 
 
 # -- real processes -----------------------------------------------------------------------------------

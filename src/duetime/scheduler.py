@@ -400,6 +400,11 @@ class Scheduler:
             raise TypeError(
                 f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
             )
+        if any(not p.strip(". ") for p in import_tasks):
+            raise InvalidArgument(
+                f"import_tasks must name module prefixes such as 'myapp.tasks', "
+                f"got {import_tasks!r}"
+            )
         self._import_tasks = tuple(import_tasks)
         self._lease = duration_ns("lease", lease, allow_zero=False)
         self._grace = duration_ns("grace", grace)
@@ -668,6 +673,14 @@ class Scheduler:
                 raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
             if not kwargs:
                 kwargs = None
+            elif not all(type(k) is str for k in kwargs):
+                # (As a call would: f(**{1: 2}) is a TypeError; a store would make it "1".)
+                raise TypeError(f"kwargs keys must be str, got {kwargs!r}")
+        if type(replace) is not bool or type(paused) is not bool:
+            bad = "replace" if type(replace) is not bool else "paused"  # type: ignore[unreachable]
+            raise TypeError(
+                f"{bad} must be a bool, got {replace if bad == 'replace' else paused!r}"
+            )
         if self._durable:
             ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
             if task_name is not None:
