@@ -31,9 +31,9 @@ import itertools
 import json
 import logging
 import math
+import operator
 import os
 import random
-import re
 import socket
 import sys
 import threading
@@ -129,8 +129,8 @@ from duetime.stats import Stats, StatsRecorder
 from duetime.stores import codec
 from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
-from duetime.stores.postgres import PostgresStore
-from duetime.stores.records import ENDED_STATES, RUN_STATES, JobRow, RunRecord
+from duetime.stores.postgres import PostgresStore, redact_dsn
+from duetime.stores.records import DEFINITION, ENDED_STATES, RUN_STATES, JobRow, RunRecord
 from duetime.stores.sqlite import SQLiteStore
 
 if sys.version_info >= (3, 11):
@@ -271,16 +271,22 @@ _Outcome = tuple[Job, str, int, int, str, Exception | None, int]
 _BACKFILL_LIMIT = 100_000
 
 
+def _check_retry(retry: object) -> None:
+    """Refuse what is not a retry policy instance (a policy class looks like one to the
+    protocol check, and would fail only at the first retry)."""
+    if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
+        raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
+
+
 def _store_from_url(url: str) -> MemoryStore:
     """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
     if url.startswith("sqlite:"):
         return SQLiteStore.from_url(url)
     if url.startswith(("postgresql:", "postgres:")):
         return PostgresStore.from_url(url)
-    shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)  # (no password in messages)
     raise InvalidArgument(
         f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
-        f"'postgresql://user@host/dbname', got {shown!r}"
+        f"'postgresql://user@host/dbname', got {redact_dsn(url)!r}"
     )
 
 
@@ -386,8 +392,7 @@ class Scheduler:
             rng = random.Random()
         elif not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {rng!r}")
-        if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
-            raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
+        _check_retry(retry)
         if not isinstance(misfire, Misfire):
             raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
         if not isinstance(overlap, Overlap):
@@ -676,11 +681,9 @@ class Scheduler:
             elif not all(type(k) is str for k in kwargs):
                 # (As a call would: f(**{1: 2}) is a TypeError; a store would make it "1".)
                 raise TypeError(f"kwargs keys must be str, got {kwargs!r}")
-        if type(replace) is not bool or type(paused) is not bool:
-            bad = "replace" if type(replace) is not bool else "paused"  # type: ignore[unreachable]
-            raise TypeError(
-                f"{bad} must be a bool, got {replace if bad == 'replace' else paused!r}"
-            )
+        for flag, value in (("replace", replace), ("paused", paused)):
+            if type(value) is not bool:
+                raise TypeError(f"{flag} must be a bool, got {value!r}")
         if self._durable:
             ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
             if task_name is not None:
@@ -923,8 +926,7 @@ class Scheduler:
         limiter: TokenBucket | None,
         executor: str | None,
     ) -> JobOptions:
-        if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
-            raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
+        _check_retry(retry)
         if misfire is not None and not isinstance(misfire, Misfire):
             raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
         if overlap is not None and not isinstance(overlap, Overlap):
@@ -2127,26 +2129,10 @@ class Scheduler:
         if paused and stored._state is not JobState.PAUSED:
             return False
         asked = new_job(self, func, trigger)
+        asked._id = stored._id
         self._set_params(asked, func, args, kwargs, name, priority, opts)
-        new = _durable.job_row(asked, ref)
-        old = self._row(stored)
-        return (
-            new.name,
-            new.task,
-            new.args,
-            new.trigger,
-            new.retry,
-            new.options,
-            new.priority,
-        ) == (
-            old.name,
-            old.task,
-            old.args,
-            old.trigger,
-            old.retry,
-            old.options,
-            old.priority,
-        )
+        definition = operator.attrgetter(*DEFINITION)
+        return definition(_durable.job_row(asked, ref)) == definition(self._row(stored))
 
     def _row(self, job: Job) -> JobRow:
         func = job.func

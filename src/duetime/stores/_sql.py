@@ -120,9 +120,11 @@ def progress_set(target: str, source: str) -> str:
     return ", ".join(columns)
 
 
-# An outcome writes the row only of a job that has not ended: another process cancelled it, say,
-# while its fire ran here. (The outcome's run is recorded all the same.)
-PROGRESS_LIVE = " NOT IN ({})".format(", ".join(f"'{state}'" for state in ENDED_STATES))
+def still_live(target: str) -> str:
+    """The condition on an outcome's write of row ``target``: the job has not ended (another
+    process cancelled it, say, while its fire ran here; the run is recorded all the same)."""
+    return f"{target}.state NOT IN ({', '.join(repr(state) for state in ENDED_STATES)})"
+
 
 # A claim's guarded write: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
@@ -138,8 +140,8 @@ _UPSERT_PROGRESS = (
     f"INSERT INTO {{p}}jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * (len(JOB_SET) + 2))}) "
     "ON CONFLICT (id) DO UPDATE SET rev = excluded.rev, "
     + progress_set("{p}jobs", "excluded")
-    + " WHERE {p}jobs.state"
-    + PROGRESS_LIVE
+    + " WHERE "
+    + still_live("{p}jobs")
     + " RETURNING state, trigger"
 )
 
@@ -320,6 +322,14 @@ class SQLStore(MemoryStore):
             self._changed(db)
         self._wrote(rows, rev)
 
+    def _write_progress(self, db: Any, row: JobRow, rev: int, now: int) -> bool:
+        """Write ``row``'s progress (``_UPSERT_PROGRESS``) in transaction ``db``. Returns
+        whether the row now says what this process sent: if a change made elsewhere stood
+        (an ended job, a pause or resume, a new recurrence), the row is not this process's
+        write, and the change feed reads it back."""
+        written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
+        return written is not None and tuple(written) == (row.state, row.trigger)
+
     def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
         """Write the progress of jobs the runner moved on without a run (a fire skipped), as
         outcomes write it (``_UPSERT_PROGRESS``), in one transaction. A row the store did not
@@ -328,10 +338,7 @@ class SQLStore(MemoryStore):
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             for row in rows:
-                written = db.execute(
-                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
-                ).fetchone()
-                if written is not None and tuple(written) == (row.state, row.trigger):
+                if self._write_progress(db, row, rev, now):
                     kept.append(row)
             self._changed(db)
         self._wrote(kept, rev)
@@ -449,12 +456,8 @@ class SQLStore(MemoryStore):
                 )
             if not won and guard is None:
                 lost = True
-            elif row is not None and guard is None:
-                written = db.execute(
-                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
-                ).fetchone()
-                if written is None or tuple(written) != (row.state, row.trigger):
-                    row = None  # (not as this process has it: read back with the changes)
+            elif row is not None and guard is None and not self._write_progress(db, row, rev, now):
+                row = None  # (not as this process has it: read back with the changes)
         # Taken now, or taken before (a backfilled fire another process ran): not queued any
         # more, so no longer worth remembering (queued_runs).
         self._known_queued.discard(key)
@@ -560,10 +563,7 @@ class SQLStore(MemoryStore):
                     return False
             if row is not None:
                 rev = self._rev(db)
-                written = db.execute(
-                    self._q(_UPSERT_PROGRESS), job_values(row, rev, now)
-                ).fetchone()
-                if written is None or tuple(written) != (row.state, row.trigger):
+                if not self._write_progress(db, row, rev, now):
                     row = None  # (not as this process has it: read back with the changes)
         self._held.discard(key)
         if row is not None:

@@ -60,7 +60,6 @@ from duetime.stores._sql import (
     JOB_SET,
     PROGRESS,
     PROGRESS_AT,
-    PROGRESS_LIVE,
     READ_COLUMNS,
     UPSERT_CONFLICT,
     SQLStore,
@@ -68,6 +67,7 @@ from duetime.stores._sql import (
     job_values,
     progress_set,
     read_row,
+    still_live,
 )
 from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.records import ENDED_STATES, JobRow
@@ -251,8 +251,8 @@ _SETTLE_MANY = (
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + progress_set("j", "w")
-    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND j.state"
-    + PROGRESS_LIVE
+    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND "
+    + still_live("j")
     + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger AS same) "
     "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j WHERE same), "
     "(SELECT array_agg(rev) FROM j WHERE same)"
@@ -314,7 +314,7 @@ def _check_dsn(dsn: str) -> None:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidArgument(
             f"dsn must be a libpq connection string ('host=db dbname=app user=app') or a URL "
-            f"('postgresql://app@db:5432/app'), got {_redact(dsn)!r}: {_redact_in(reason, dsn)}"
+            f"('postgresql://app@db:5432/app'), got {redact_dsn(dsn)!r}: {_redact_in(reason, dsn)}"
         ) from None
 
 
@@ -322,8 +322,8 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _redact(dsn: str) -> str:
-    """The DSN for messages: without its password."""
+def redact_dsn(dsn: str) -> str:
+    """The DSN (or any store URL) for messages: without its password."""
     dsn = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", dsn)
     return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", dsn)
 
@@ -336,7 +336,7 @@ def _redact_in(text: str, dsn: str) -> str:
     for password in found:
         if password:
             text = text.replace(password, "***")
-    return _redact(text)
+    return redact_dsn(text)
 
 
 class _Handle:
@@ -434,7 +434,9 @@ class PostgresStore(SQLStore):
         self._on_change: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
-        return f"<PostgresStore {_redact(self.dsn)!r} schema={self.schema!r} jobs={self.count()}>"
+        return (
+            f"<PostgresStore {redact_dsn(self.dsn)!r} schema={self.schema!r} jobs={self.count()}>"
+        )
 
     @classmethod
     def from_url(cls, url: str) -> PostgresStore:
@@ -445,11 +447,12 @@ class PostgresStore(SQLStore):
         except ValueError as exc:  # ("Invalid IPv6 URL")
             raise InvalidArgument(
                 f"store must look like 'postgresql://user@host:5432/dbname', got "
-                f"{_redact(url)!r}: {exc}"
+                f"{redact_dsn(url)!r}: {exc}"
             ) from None
         if parts.scheme not in ("postgresql", "postgres"):
             raise InvalidArgument(
-                f"store must look like 'postgresql://user@host:5432/dbname', got {_redact(url)!r}"
+                f"store must look like 'postgresql://user@host:5432/dbname', "
+                f"got {redact_dsn(url)!r}"
             )
         query = parse_qsl(parts.query, keep_blank_values=True)
         schema = "duetime"
@@ -466,7 +469,7 @@ class PostgresStore(SQLStore):
 
     @property
     def _where(self) -> str:
-        return f"{_redact(self.dsn)!r} (schema {self.schema!r})"
+        return f"{redact_dsn(self.dsn)!r} (schema {self.schema!r})"
 
     def _fail(self, what: str, exc: Exception) -> StoreError:
         state = getattr(getattr(exc, "diag", None), "sqlstate", None) or ""
@@ -521,14 +524,14 @@ class PostgresStore(SQLStore):
             self._backoff = min(self._backoff * 2, _RECONNECT_MAX)
             raise self._fail(what, exc) from exc
         self._backoff = _RECONNECT_FIRST
-        logger.info("reconnected to PostgreSQL %s", _redact(self.dsn))
+        logger.info("reconnected to PostgreSQL %s", redact_dsn(self.dsn))
         return _Handle(conn)
 
     def _lost(self, exc: Exception) -> None:
         """After an error: if the connection broke, drop it (the next use reopens it)."""
         conn = self._conn
         if conn is not None and (conn.closed or conn.broken):
-            logger.warning("lost the connection to PostgreSQL %s: %s", _redact(self.dsn), exc)
+            logger.warning("lost the connection to PostgreSQL %s: %s", redact_dsn(self.dsn), exc)
             with contextlib.suppress(Exception):
                 conn.close()
             self._conn = None

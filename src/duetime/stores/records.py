@@ -11,10 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["ENDED_STATES", "RUN_STATES", "JobRow", "RunRecord"]
+__all__ = ["DEFINITION", "ENDED_STATES", "RUN_STATES", "JobRow", "RunRecord"]
 
 #: A job in one of these states is no longer live (its row is kept for ``retention``).
 ENDED_STATES = ("completed", "cancelled", "failed")
+
+#: The fields of a row that ``schedule()`` gives a job; the others (after ``id``) are its
+#: progress, which claims and outcomes write.
+DEFINITION = ("name", "task", "args", "trigger", "retry", "options", "priority")
 
 #: What a run record's ``state`` can be. ``queued``: enqueued by ``backfill`` and not started;
 #: ``running``: claimed by a worker holding a lease; ``failed``: an attempt failed and a retry
