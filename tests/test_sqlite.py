@@ -1047,6 +1047,30 @@ def test_a_task_this_process_has_not_registered_stays_pending(
         t.shutdown()
 
 
+def test_registering_a_task_after_loading_queues_each_job_once(
+    db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    # The usual start-up order: open the store (its jobs load, their task not yet known), then
+    # register. Jobs loaded and never popped are queued already; queueing them again would
+    # leave a stale entry per job (a worker holding many jobs paid for them twice).
+    s = Scheduler(clock, store=SQLiteStore(db))
+    s.register("later", calls.record)
+    for i in range(5):
+        s.schedule("later", 10 + i, id=f"p{i}")
+    s.shutdown()
+    t = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        t.register("later", calls.record)
+        stats = t.stats()
+        assert (stats.live_entries, stats.stale_entries) == (5, 0)
+        assert t.run_for(20) == 5
+        assert sorted(calls.keys) == sorted(
+            f"p{i}@2026-03-02T08:00:{10 + i}+00:00" for i in range(5)
+        )
+    finally:
+        t.shutdown()
+
+
 def test_a_stored_module_path_is_not_imported_unless_allowed(db: Path, clock: FakeClock) -> None:
     con = sqlite3.connect(db)
     s = Scheduler(clock, store=SQLiteStore(db))

@@ -2436,10 +2436,12 @@ class Scheduler:
                 job.func = func
                 self._name_task(job, task)
                 if job._state is not JobState.PAUSED:
-                    if job._due is not None:
+                    # (A job loaded before its task was registered is still queued: only one
+                    # popped and parked meanwhile needs queueing again.)
+                    if job._due is not None and job._qkey is None:
                         self._push_regular(job)
                     for side in job._sides or ():
-                        if side.due is not None:
+                        if side.due is not None and side._qkey is None:
                             self._push_side(side)
 
     def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
