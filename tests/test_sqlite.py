@@ -1109,6 +1109,89 @@ def test_dead_letters_persist_and_can_be_retried_after_a_restart(
     assert not u.failed() and "bad" in u
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("retention", [timedelta(days=7), timedelta.max])
+def test_finished_runs_are_kept_for_the_retention(
+    kind: str,
+    retention: timedelta,
+    db: Path,
+    clock: FakeClock,
+    calls: Calls,
+    request: pytest.FixtureRequest,
+) -> None:
+    store = (
+        SQLiteStore(db, retention=retention)
+        if kind == "sqlite"
+        else request.getfixturevalue("pg_store")(retention=retention)
+    )
+    s = Scheduler(clock, store=store)
+    try:
+        s.register("record", calls.record)
+        s.schedule("record", 5, id="j")
+        s.schedule("record", 8 * 86_400, id="later")
+        s.run_for(10)
+        assert [r.key for r in s.runs(limit=2**63)] == ["j@2026-03-02T08:00:05+00:00"]
+        s.run_for(8 * 86_400 + 3600)  # (old records go at a poll, hourly)
+        kept = [r.job_id for r in s.runs()]
+        # timedelta.max is longer than stored times reach: everything is kept.
+        assert kept == (["later"] if retention == timedelta(days=7) else ["later", "j"])
+    finally:
+        s.shutdown()
+
+
+def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, calls: Calls) -> None:
+    s = open_scheduler()
+    s.schedule("fail", 5, id="bad", retry=NoRetry())
+    s.run_for(10)
+    s.shutdown()
+    # Letters load with the store, before the tasks are registered: the retry must find the
+    # task registered since (it used to stay pending, "not registered in this process").
+    t = open_scheduler()
+    t.retry_failed("bad")
+    assert t.run_pending() == 1
+    assert len(calls.keys) == 2 and calls.keys[1] != calls.keys[0]
+
+
+def test_retry_failed_refuses_an_id_another_process_has_taken(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    a = open_scheduler()
+    a.schedule("fail", 5, id="d", retry=NoRetry())
+    a.run_for(10)
+    b = open_scheduler()
+    taken = b.schedule("record", 3600, id="d")  # (the id is free: its job ended)
+    with pytest.raises(ConflictingIdError, match="'d'"):
+        a.retry_failed("d")
+    assert [f.job.id for f in a.failed()] == ["d"]
+    seen = a.get("d")  # (b's job, read from the store)
+    assert seen is not None and seen.next_run_time == taken.next_run_time
+    fresh = open_scheduler()
+    kept = fresh.get("d")
+    assert kept is not None and kept.next_run_time == taken.next_run_time
+    assert [f.job.id for f in fresh.failed()] == ["d"]
+
+
+def test_a_retry_the_store_refuses_keeps_the_letter(
+    open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = open_scheduler()
+    s.schedule("fail", 5, id="d", retry=NoRetry())
+    s.run_for(10)
+
+    def refuse(*args: Any) -> None:
+        raise StoreError("the store", "saving jobs failed (a test's refusal)")
+
+    with monkeypatch.context() as m:
+        m.setattr(type(s._store), "_insert_now", refuse)
+        with pytest.raises(StoreError, match="a test's refusal"):
+            s.retry_failed("d")
+    (letter,) = s.failed()
+    assert letter.job.id == "d" and letter.job.state is JobState.FAILED and "d" not in s
+    assert [f.job.id for f in open_scheduler().failed()] == ["d"]  # (in the store too)
+    s.retry_failed("d")
+    assert s.run_pending() == 1 and len(calls.keys) == 2
+
+
 def test_dead_letters_are_shared_by_the_processes_open_on_a_store(
     open_scheduler: Opener, calls: Calls
 ) -> None:
@@ -1342,6 +1425,27 @@ def test_a_locked_file_fails_the_change_and_leaves_nothing_half_done(
         assert s.get("t").state is JobState.SCHEDULED  # type: ignore[union-attr]
     s.pause("t")
     assert s.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
+
+
+@pytest.mark.sqlite_only
+def test_a_cancel_or_trigger_the_locked_file_refuses_changes_nothing(
+    open_scheduler: Opener, db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
+    job = s.schedule("record", FixedRate(60), id="t")
+    with locked(db):
+        with pytest.raises(StoreError, match="locked"):
+            s.cancel("t")
+        with pytest.raises(StoreError, match="locked"):
+            job.cancel()
+        assert s.get("t") is job and job.state is JobState.SCHEDULED
+        # Not dropped in silence (the claim used to be logged as retried, then forgotten).
+        with pytest.raises(StoreError, match="locked"):
+            s.trigger("t")
+    assert s.run_for(60) == 1 and calls.keys == ["t@2026-03-02T08:01:00+00:00"]
+    s.trigger("t")
+    assert calls.keys[1] == "t@trigger-2026-03-02T08:01:00+00:00"
+    assert s.cancel("t") and "t" not in s
 
 
 @pytest.mark.sqlite_only

@@ -255,6 +255,7 @@ _BUSY_BACKOFF = NS_PER_SECOND // 4
 # is twice as large while a full batch was dispatched (run, when inline) within _CLAIM_QUICK real
 # seconds, half as large (not below _CLAIM_FIRST) when it took four times that. A batch that
 # took everything due ends the burst.
+_LEASE_MOST = 366 * 86_400 * NS_PER_SECOND
 _CLAIM_FIRST = 16
 _CLAIM_MOST = 256
 _CLAIM_QUICK = 0.005
@@ -412,6 +413,9 @@ class Scheduler:
             )
         self._import_tasks = tuple(import_tasks)
         self._lease = duration_ns("lease", lease, allow_zero=False)
+        if self._lease > _LEASE_MOST:
+            # (A run lost with a longer lease would in effect never be run again.)
+            raise InvalidArgument(f"lease must be at most a year (seconds), got {lease!r}")
         self._grace = duration_ns("grace", grace)
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
@@ -1218,11 +1222,17 @@ class Scheduler:
                 if self._listeners
                 else None
             )
+            if self._durable:
+                # Written first: a store that refuses it leaves the job as it was, here too.
+                state, job._state = job._state, JobState.CANCELLED
+                try:
+                    self._store.write([self._row(job)], self._clock.time_ns())  # type: ignore[attr-defined]
+                except BaseException:
+                    job._state = state
+                    raise
             self._unqueue(job)
             job._state = JobState.CANCELLED
             self._store.forget(job)
-            if self._durable:
-                self._save(job)
         if event is not None:
             self._emit([event])
         return True
@@ -1341,12 +1351,44 @@ class Scheduler:
                 return
             # No runner: begin exactly this side now and run it in this thread.
             self._attach_side(side)
-            occ = self._begin(side, MONOTONIC, mono, wall, mono)
+            if self._durable:
+                occ = self._trigger_durable(side, wall, mono)
+            else:
+                occ = self._begin(side, MONOTONIC, mono, wall, mono)
             events = self._take_events()
         if events:
             self._emit(events)
         if occ is not None:
             self._execute(occ)
+
+    def _trigger_durable(self, side: _Side, wall: int, mono: int) -> Occ | None:
+        """``trigger()`` without a runner, on a durable store: claim ``side`` and return it to
+        run here. A claim that could not be made is not dropped: if another process held the
+        job's row this instant, the fire is queued and written with the job (this process's
+        next turn, or any worker, runs it); if the store failed, its ``StoreError`` is raised
+        and nothing is left behind. Lock held."""
+        prepared = self._prepare_claim(side, MONOTONIC, mono, wall, mono)
+        if prepared is None:
+            return None
+        occ, ask = prepared
+        if ask is None:
+            return occ
+        (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
+        won = self._claimed(side, occ, ask, answer, quiet=True)
+        if won is not None or (type(answer) is tuple and answer[0] != "busy"):
+            return won
+        job = side.job
+        if job._sides and side in job._sides:  # (the job could not be read back)
+            self._store.unqueue(MONOTONIC, side)
+            job._sides.remove(side)
+            if not job._sides:
+                job._sides = None
+        if isinstance(answer, StoreError):
+            raise answer
+        if self._store.contains(job):
+            self._queue_side(_Side(job, wall, WALL, 1, key=side.key), mono)
+            self._save(job)
+        return None
 
     def _trigger_key(self, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
@@ -1998,15 +2040,16 @@ class Scheduler:
                 raise ConflictingIdError(id)
             if self._shutdown:
                 raise SchedulerShutdownError("retry a failed job")
-            self._store.take_dead(id)
             job: Job = entry.job
-            job._trigger = After(0)
-            job._state = JobState.SCHEDULED
-            job._extras().attempt = 0
-            self._store.add(job, id)
-            self._queue_regular(job, self._clock.monotonic_ns())
             if self._durable:
-                self._save(job)
+                self._retry_durable(id, entry)
+            else:
+                self._store.take_dead(id)
+                job._trigger = After(0)
+                job._state = JobState.SCHEDULED
+                job._extras().attempt = 0
+                self._store.add(job, id)
+                self._queue_regular(job, self._clock.monotonic_ns())
             event = (
                 JobAdded(id, self._now_dt(), self._job_next_run_time(job))
                 if self._listeners
@@ -2015,6 +2058,42 @@ class Scheduler:
         if event is not None:
             self._emit([event])
         return job
+
+    def _retry_durable(self, id: str, entry: FailedJob) -> None:
+        """``retry_failed`` on a durable store (lock held): the letter taken and the job
+        written in one transaction, as a new job (an id another process has taken meanwhile
+        is refused, ConflictingIdError); if the store refuses, the letter stays, here too."""
+        job = entry.job
+        if type(job.func) is MissingTask:
+            # Letters load with the store, before the application registers its tasks.
+            func = self._resolve(job.func.task)
+            if func is not None:
+                task = job.func.task
+                job.func = func
+                self._name_task(job, task)
+        store: Any = self._store
+        trigger, state = job._trigger, job._state
+        attempt = None if job._x is None else job._x.attempt
+        job._trigger = After(0)
+        job._state = JobState.SCHEDULED
+        job._extras().attempt = 0
+        store.add(job, id)
+        self._queue_regular(job, self._clock.monotonic_ns())
+        try:
+            with store.batch():
+                store.take_dead(id)
+                store.insert_new([self._row(job)], self._clock.time_ns())
+        except BaseException:
+            self._unqueue(job)
+            store.forget(job)
+            job._trigger, job._state = trigger, state
+            job._extras().attempt = attempt
+            if id not in store.dead:
+                MemoryStore.put_dead(store, id, entry)
+                ordered = sorted(store.dead.items(), key=lambda item: item[1].failed_at)
+                store.dead.clear()
+                store.dead.update(ordered)
+            raise
 
     def discard_failed(self, id: str) -> bool:
         """Drop a job from the dead-letter list. Returns whether it was there."""
@@ -2875,6 +2954,9 @@ class Scheduler:
         integer("limit", limit)
         if limit < 1:
             raise InvalidArgument(f"limit must be at least 1, got {limit!r}")
+        # (No store holds 2**62 runs: a larger limit asks for them all, and SQL takes no
+        # integer beyond 64 bits.)
+        limit = min(limit, 2**62)
         with self._lock:
             return self._store.runs(job_id, state, limit)  # type: ignore[attr-defined, no-any-return]
 

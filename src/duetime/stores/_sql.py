@@ -676,7 +676,8 @@ class SQLStore(MemoryStore):
     def purge(self, now: int) -> int:
         """Delete finished runs and ended jobs' rows older than ``retention``. Returns how many
         rows went."""
-        cutoff = now - self.retention_ns
+        # (A retention longer than the stored times reach, timedelta.max say, keeps all.)
+        cutoff = max(now - self.retention_ns, -(2**63))
         with self._tx("deleting old runs") as db:
             gone: int = db.execute(
                 self._q(
