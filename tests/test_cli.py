@@ -120,6 +120,28 @@ def test_store_commands_report_bad_ids_and_stores(
     assert "-n must be between 1 and" in capsys.readouterr().err
 
 
+def test_a_job_the_command_cannot_load_is_named_not_hidden(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Scheduled by a process that imported the module its retry policy names; this one has
+    # not, so it cannot rebuild the job: it says so instead of listing nothing.
+    (tmp_path / "cli_appmod_x.py").write_text("class Declined(Exception):\n    pass\n")
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "import cli_appmod_x\n"
+        "from duetime import Scheduler, ExponentialBackoff\n"
+        "s = Scheduler(store=sys.argv[1])\n"
+        "s.schedule(print, '0 0 1 1 *', id='charge-42',\n"
+        "           retry=ExponentialBackoff(retry_on=(cli_appmod_x.Declined,)))\n"
+        "s.shutdown()\n"
+    )
+    subprocess.run([sys.executable, "-c", script, store_url, str(tmp_path)], check=True, timeout=60)
+    assert main(["jobs", "--store", store_url]) == 0
+    out, err = capsys.readouterr()
+    assert "charge-42" not in out
+    assert "job 'charge-42' in the store cannot be loaded here" in err and "cli_appmod_x" in err
+
+
 def test_cron_command_marks_dst(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["cron", "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2026-03-28", "-n", "3"])
     assert code == 0

@@ -9,9 +9,11 @@ job id or a store that cannot be opened, in one line and exit status 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import NoReturn
@@ -389,6 +391,22 @@ def _parser() -> _Parser:
     return parser
 
 
+@contextlib.contextmanager
+def _warnings_shown(prog: str) -> Iterator[None]:
+    """duetime's warnings on stderr while a store command runs: what the store holds that
+    this command cannot read (a job whose retry policy names a module it has not imported)
+    must not vanish from the listing in silence."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter(f"{prog}: warning: %(message)s"))
+    log = logging.getLogger("duetime")
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m duetime``: returns the exit status (2: bad arguments)."""
     parser = _parser()
@@ -398,13 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo()
         if args.command == "cron":
             return cron(args.expr, args.tz, args.n, args.start)
-        if args.command == "jobs":
-            return jobs(args.store, args.state)
-        if args.command == "runs":
-            if not 1 <= args.n <= _MAX_COUNT:
-                raise _Usage(f"-n must be between 1 and {_MAX_COUNT}, got {args.n}")
-            return runs(args.store, args.job, args.state, args.n)
-        return change(args.store, args.command, args.id)
+        with _warnings_shown(f"{parser.prog} {args.command}"):
+            if args.command == "jobs":
+                return jobs(args.store, args.state)
+            if args.command == "runs":
+                if not 1 <= args.n <= _MAX_COUNT:
+                    raise _Usage(f"-n must be between 1 and {_MAX_COUNT}, got {args.n}")
+                return runs(args.store, args.job, args.state, args.n)
+            return change(args.store, args.command, args.id)
     except _Usage as exc:
         command = f"{parser.prog} {args.command}" if "args" in locals() else parser.prog
         print(f"{command}: error: {exc} (see --help)", file=sys.stderr)
