@@ -1139,6 +1139,30 @@ def test_finished_runs_are_kept_for_the_retention(
         s.shutdown()
 
 
+def test_a_trigger_made_elsewhere_while_the_job_runs_is_kept(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    worker = open_scheduler()
+    admin = open_scheduler()  # (has not registered "tock": its trigger is for the workers)
+    ran: list[str] = []
+
+    def tock() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.key)
+        if len(ran) == 1:
+            admin.trigger("t")  # while the worker runs the job, knowing of no trigger
+
+    worker.register("tock", tock)
+    worker.schedule("tock", FixedRate(60), id="t")
+    clock.advance(60)
+    assert worker.run_pending() == 1
+    # The worker's outcome, written from what it knew, used to drop the fire.
+    assert worker.run_pending() == 1
+    assert ran == ["t@2026-03-02T08:01:00+00:00", "t@trigger-2026-03-02T08:01:00+00:00"]
+    assert [r.state for r in admin.runs("t")] == ["succeeded", "succeeded"]
+
+
 def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, calls: Calls) -> None:
     s = open_scheduler()
     s.schedule("fail", 5, id="bad", retry=NoRetry())

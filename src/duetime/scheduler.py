@@ -1345,9 +1345,10 @@ class Scheduler:
                 or (self._durable and type(job.func) is MissingTask)
             ):
                 # The runner (or resume, or a process that has the task) takes it from there.
-                self._queue_side(side, mono)
                 if self._durable:
-                    self._save(job)
+                    self._enqueue_trigger(job, side, wall)
+                else:
+                    self._queue_side(side, mono)
                 return
             # No runner: begin exactly this side now and run it in this thread.
             self._attach_side(side)
@@ -1386,9 +1387,17 @@ class Scheduler:
         if isinstance(answer, StoreError):
             raise answer
         if self._store.contains(job):
-            self._queue_side(_Side(job, wall, WALL, 1, key=side.key), mono)
-            self._save(job)
+            self._enqueue_trigger(job, side, wall)
         return None
+
+    def _enqueue_trigger(self, job: Job, side: _Side, wall: int) -> None:
+        """Record a ``trigger()`` fire as a queued run, as ``backfill`` does, and queue it here
+        (lock held). Not as a pending side in the job's row: a worker running the job meanwhile
+        writes the row from what it knew, which would drop the fire."""
+        key = side.key
+        assert key is not None
+        if key in self._store.enqueue(job.id, [(key, wall)]):  # type: ignore[attr-defined]
+            self._queue_fire(job, key, wall, self._clock.time_ns())
 
     def _trigger_key(self, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
