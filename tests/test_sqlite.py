@@ -954,6 +954,26 @@ def test_fires_backfilled_in_another_process_run_in_the_one_that_learns_of_them(
     assert b.run_pending() == 6 and len(calls.keys) == 12
 
 
+def test_queued_fires_outlast_a_pause_and_resume_made_elsewhere(
+    open_scheduler: Opener, calls: Calls, clock: FakeClock
+) -> None:
+    worker = open_scheduler()
+    admin = open_scheduler()
+    admin.schedule("record", FixedRate(600), id="r", misfire=Misfire.SKIP)
+    keys = admin.backfill("r", T0 - timedelta(hours=1), T0)
+    admin.trigger("r")  # (admin is not started: it runs this one itself)
+    assert len(keys) == 6 and len(calls.keys) == 1
+    worker.schedule("record", 3600, id="other")  # (a change of its own, then)
+    worker.jobs()  # takes the queued fires in
+    admin.pause("r")
+    admin.resume("r")
+    # Reading the paused and resumed row, the worker used to drop the queued fires it held
+    # (they are not in the row), and never took them in again: stuck "queued" for good.
+    assert worker.run_pending() == 6
+    assert sorted(calls.keys[1:]) == sorted(keys)
+    assert admin.runs("r", state="queued") == []
+
+
 def test_changes_made_in_a_process_that_runs_no_jobs_reach_the_one_that_does(
     open_scheduler: Opener, calls: Calls, clock: FakeClock
 ) -> None:

@@ -2143,6 +2143,7 @@ class Scheduler:
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
+        self._requeue = False  # queued fires were dropped from memory: take them in again
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
         self._taken: set[_Side] = set()
@@ -2342,6 +2343,13 @@ class Scheduler:
         if job is None:
             job = new_job(self, None, None)  # type: ignore[arg-type]
         else:
+            # Fires queued in the store's runs (backfill, trigger) are not in the row: the
+            # sides read from it drop them here, so they are taken in again from the store
+            # (those still queued) at the next poll.
+            queued = [x.key for x in job._sides or () if x.claimed == 2 and x.key is not None]
+            if queued:
+                store.forget_queued(queued)  # type: ignore[attr-defined]
+                self._requeue = True
             self._unqueue(job)
         running = job._running
         try:
@@ -2429,6 +2437,8 @@ class Scheduler:
             if rows is not None:
                 for row in rows:
                     self._restore(None, row, now)
+            if rows is not None or self._requeue:
+                self._requeue = False
                 self._take_queued(now)
             for job in list(self._unsure):
                 if store.contains(job):

@@ -24,7 +24,7 @@ time through that lock.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta, timezone
 from typing import Any, TypeVar
 
@@ -621,6 +621,11 @@ class SQLStore(MemoryStore):
             self._q("SELECT key, job_id, due FROM {p}runs WHERE state = 'queued' ORDER BY due"),
         )
         return self._new_queued(rows)
+
+    def forget_queued(self, keys: Iterable[str]) -> None:
+        """Count ``keys`` as not taken in: the next ``queued_runs`` answers those still
+        queued again (the Scheduler dropped them from memory, reading their job's row)."""
+        self._known_queued.difference_update(keys)
 
     def _new_queued(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]]:
         """``queued_runs``'s answer from the queued runs read, ``(key, job id, due)`` each."""
