@@ -120,6 +120,25 @@ def test_store_commands_report_bad_ids_and_stores(
     assert "-n must be between 1 and" in capsys.readouterr().err
 
 
+def test_jobs_says_which_tasks_no_worker_has_registered(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def tick_line() -> str:
+        assert main(["jobs", "--store", store_url]) == 0
+        out = capsys.readouterr().out
+        return next(line for line in out.splitlines() if line.startswith("tick"))
+
+    # The process that scheduled it has shut down: nothing runs task "ok" now.
+    assert tick_line().endswith("no worker has registered this task")
+    worker = Scheduler(store=store_url)  # (not started: registering is what counts)
+    try:
+        worker.register("ok", print)
+        assert "no worker" not in tick_line()
+    finally:
+        worker.shutdown()
+    assert tick_line().endswith("no worker has registered this task")
+
+
 def test_a_job_the_command_cannot_load_is_named_not_hidden(
     store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -104,7 +104,7 @@ def test_the_schema_is_created_on_first_use_under_any_name(
         "ORDER BY table_name",
         (odd,),
     ).fetchall()
-    assert [t for (t,) in tables] == ["dead", "jobs", "meta", "runs"]
+    assert [t for (t,) in tables] == ["dead", "jobs", "meta", "runs", "workers"]
     t = Scheduler(FakeClock(T0), store=f"{pg_database}?schema={odd}")
     assert [j.id for j in t.jobs()] == ["one"]
     t.shutdown()

@@ -18,11 +18,12 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import NoReturn
 
+from duetime._durable import MissingTask
 from duetime._validate import zone
-from duetime.clock import FakeClock, SystemClock
+from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
-from duetime.errors import DuetimeError, InvalidArgument, JobLookupError
-from duetime.job import Misfire, current_run
+from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
+from duetime.job import Job, Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores.postgres import PostgresStore
@@ -282,14 +283,41 @@ def jobs(url: str, state: str | None) -> int:
     s = _open(url)
     try:
         found = [j for j in s.jobs() if state is None or j.state.value == state]
-        rows = [
+        rows: list[tuple[object, ...]] = [
             (j.id, j.name, j.state.value, _when(j.next_run_time), repr(j.trigger)) for j in found
         ]
-        print(_table(("ID", "NAME", "STATE", "NEXT RUN (UTC)", "TRIGGER"), rows))
+        header: tuple[str, ...] = ("ID", "NAME", "STATE", "NEXT RUN (UTC)", "TRIGGER")
+        notes = _unrunnable(s, found)
+        if any(notes):
+            header += ("",)  # (a column without a heading: the heading line stays as it was)
+            rows = [(*row, note) for row, note in zip(rows, notes, strict=True)]
+        print(_table(header, rows))
         print(f"{len(found)} job(s)")
     finally:
         s.shutdown()
     return 0
+
+
+def _unrunnable(s: Scheduler, jobs: Sequence[Job]) -> list[str]:
+    """For each job, "no worker has registered this task" if no live process on the store has
+    said it runs the job's task (Scheduler.register records it), else ""."""
+    try:
+        names, prefixes = s._store.live_tasks(real_time_ns())  # type: ignore[attr-defined]
+    except StoreError:
+        return [""] * len(jobs)  # (a store made before processes recorded themselves)
+
+    def runnable(task: str) -> bool:
+        if task in names:
+            return True
+        module, sep, _ = task.partition(":")
+        return bool(sep) and any(module == p or module.startswith(p + ".") for p in prefixes)
+
+    return [
+        ""
+        if not isinstance(j.func, MissingTask) or runnable(j.func.task)
+        else "no worker has registered this task"
+        for j in jobs
+    ]
 
 
 def runs(url: str, job: str | None, state: str | None, count: int) -> int:

@@ -39,6 +39,7 @@ __all__ = [
     "WallAxis",
     "real_monotonic",
     "real_sleep",
+    "real_time_ns",
 ]
 
 #: The operating system's monotonic clock (seconds) and sleep, for code that must take real time
@@ -46,6 +47,9 @@ __all__ = [
 #: themselves, so identity checks against the standard library's functions still hold.
 real_monotonic = _time.monotonic
 real_sleep = _time.sleep
+#: The system's wall clock (epoch nanoseconds), for what concerns real processes whatever clock a
+#: scheduler runs on: which worker processes are alive (a durable store's list of workers).
+real_time_ns = _time.time_ns
 
 
 @runtime_checkable

@@ -73,6 +73,7 @@ from duetime.clock import (
     SystemClock,
     WallAxis,
     real_monotonic,
+    real_time_ns,
 )
 from duetime.cron import Cron
 from duetime.errors import (
@@ -256,6 +257,7 @@ _BUSY_BACKOFF = NS_PER_SECOND // 4
 # seconds, half as large (not below _CLAIM_FIRST) when it took four times that. A batch that
 # took everything due ends the burst.
 _LEASE_MOST = 366 * 86_400 * NS_PER_SECOND
+_WORKER_TTL = 60 * NS_PER_SECOND
 _CLAIM_FIRST = 16
 _CLAIM_MOST = 256
 _CLAIM_QUICK = 0.005
@@ -872,6 +874,8 @@ class Scheduler:
             self._tasks[name] = func
             if self._durable:
                 self._task_of.pop(func, None)  # rows name it by its task name from now on
+                if self._store.is_open:  # type: ignore[attr-defined]
+                    self._announce()
                 if self._unresolved:
                     self._unpark()
                     # Runs of the task whose lease ran out were passed over while nothing here
@@ -2144,6 +2148,7 @@ class Scheduler:
         self._warned_tasks: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
         self._requeue = False  # queued fires were dropped from memory: take them in again
+        self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
         self._taken: set[_Side] = set()
@@ -2176,6 +2181,23 @@ class Scheduler:
                 self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
                 self._dead_stored[id] = failed_at // 1000 * 1000
             self._take_queued(now)
+
+    def _announce(self) -> None:
+        """Tell the store which tasks this process runs (lock held), for the command line's
+        "no worker has registered this task"; said again at polls, before it lapses."""
+        names = set(self._tasks)
+        for func in self._tasks.values():
+            module = getattr(func, "__module__", None)
+            qualname = getattr(func, "__qualname__", None)
+            if isinstance(module, str) and isinstance(qualname, str):
+                names.add(f"{module}:{qualname}")
+        tasks = json.dumps({"names": sorted(names), "prefixes": list(self._import_tasks)})
+        # Lapses after three polls unsaid (a crashed or stopped process), and not under a
+        # minute: a process that polls seldom, or not at all, still counts for a while.
+        ttl = max(3 * min(self._store.poll_ns, self._lease // 3), _WORKER_TTL)  # type: ignore[attr-defined]
+        now = real_time_ns()
+        self._store.announce(tasks, now + ttl)  # type: ignore[attr-defined]
+        self._announce_at = now + ttl // 3
 
     def _resolve(self, task: str) -> Callable[..., Any] | None:
         return codec.resolve_task(task, self._tasks, self._import_tasks)
@@ -2455,6 +2477,8 @@ class Scheduler:
                     store.heartbeat(now, self._lease)
                 for key, job_id, due, attempt, worker in store.expired(now):
                     self._take_over(key, job_id, due, attempt, worker, now)
+                if self._tasks and real_time_ns() >= self._announce_at:
+                    self._announce()
                 if now >= self._next_purge:
                     self._next_purge = now + 3600 * NS_PER_SECOND
                     store.purge(now)

@@ -24,6 +24,8 @@ time through that lock.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta, timezone
 from typing import Any, TypeVar
@@ -36,7 +38,12 @@ from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
 __all__ = ["SQLStore"]
 
+logger = logging.getLogger("duetime")
+
 _UTC = timezone.utc
+
+# How long the record of a worker that never said goodbye (a crash) is kept (nanoseconds).
+_WORKER_KEPT = 86_400 * 10**9
 
 # A job's columns after id and rev, in job_values order.
 JOB_SET = (
@@ -231,6 +238,7 @@ class SQLStore(MemoryStore):
     durable = True
 
     __slots__ = (
+        "_announced",
         "_batch",
         "_held",
         "_known_queued",
@@ -251,6 +259,7 @@ class SQLStore(MemoryStore):
         super().__init__()
         self.retention_ns = duration_ns("retention", retention)
         self.worker = ""
+        self._announced = False  # whether this process is in the store's list of workers
         self._sql: dict[str, str] = {}
         self._prefix = prefix
         self._mine: dict[str, int] = {}  # job id -> the rev this process last wrote
@@ -696,6 +705,57 @@ class SQLStore(MemoryStore):
                 (cutoff, *ENDED_STATES),
             ).rowcount
         return gone
+
+    # -- workers ----------------------------------------------------------------------------------
+
+    def announce(self, tasks: str, until: int) -> None:
+        """Record that this process runs ``tasks`` (JSON: ``{"names": [...], "prefixes":
+        [...]}``) until ``until`` (real epoch nanoseconds), unless it says so again: what the
+        command line reads to tell the jobs no process can run. Best effort: a failure is
+        logged, never raised (the jobs do not depend on it)."""
+        try:
+            with self._tx("recording this worker") as db:
+                db.execute(
+                    self._q(
+                        "INSERT INTO {p}workers (worker, tasks, until) VALUES (?, ?, ?) "
+                        "ON CONFLICT (worker) DO UPDATE SET tasks = excluded.tasks, "
+                        "until = excluded.until"
+                    ),
+                    (self.worker, tasks, until),
+                )
+                db.execute(
+                    self._q("DELETE FROM {p}workers WHERE until < ?"), (until - _WORKER_KEPT,)
+                )
+            self._announced = True
+        except StoreError as exc:
+            logger.debug("%s", exc)
+
+    def retire(self) -> None:
+        """Remove this process from the workers (``close`` does, first); best effort, as
+        ``announce``."""
+        if not self._announced or not self.is_open:
+            return
+        self._announced = False
+        try:
+            with self._tx("removing this worker") as db:
+                db.execute(self._q("DELETE FROM {p}workers WHERE worker = ?"), (self.worker,))
+        except StoreError as exc:
+            logger.debug("%s", exc)
+
+    def live_tasks(self, now: int) -> tuple[set[str], set[str]]:
+        """The task names and module prefixes the processes that announced themselves until
+        after ``now`` (real epoch nanoseconds) run."""
+        names: set[str] = set()
+        prefixes: set[str] = set()
+        rows = self._read(
+            "reading the workers", self._q("SELECT tasks FROM {p}workers WHERE until > ?"), (now,)
+        )
+        for (text,) in rows:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                found = json.loads(text)
+                names.update(str(n) for n in found.get("names", ()))
+                prefixes.update(str(p) for p in found.get("prefixes", ()))
+        return names, prefixes
 
     # -- dead letters -----------------------------------------------------------------------------
 

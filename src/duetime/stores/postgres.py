@@ -148,6 +148,11 @@ CREATE TABLE IF NOT EXISTS {s}.dead (
     attempts integer NOT NULL,
     due bigint NOT NULL,
     failed_at bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {s}.workers (
+    worker text PRIMARY KEY,
+    tasks text NOT NULL,
+    until bigint NOT NULL
 )
 """
 
@@ -829,8 +834,16 @@ class PostgresStore(SQLStore):
         row = conn.execute(f"SELECT value FROM {s}.meta WHERE key = 'schema'").fetchone()
         return None if row is None else int(row[0])
 
+    def retire(self) -> None:
+        """``SQLStore.retire``, on the open connection only: a shutdown does not wait to
+        reconnect for it (a worker whose record stays simply lapses)."""
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            super().retire()
+
     def close(self) -> None:
         """Stop listening and close the connections (the Scheduler's shutdown does)."""
+        self.retire()
         self._closed = True
         self._stop.set()
         listener, self._listener = self._listener, None

@@ -88,6 +88,11 @@ CREATE TABLE IF NOT EXISTS duetime_dead (
     due INTEGER NOT NULL,
     failed_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS duetime_workers (
+    worker TEXT PRIMARY KEY,
+    tasks TEXT NOT NULL,
+    until INTEGER NOT NULL
+);
 """
 
 
@@ -295,6 +300,7 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         """Close the connection (the Scheduler's shutdown does)."""
+        self.retire()
         db, self._db = self._db, None
         if db is not None:
             with contextlib.suppress(sqlite3.Error):
