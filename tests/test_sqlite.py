@@ -1183,6 +1183,40 @@ def test_a_trigger_made_elsewhere_while_the_job_runs_is_kept(
     assert [r.state for r in admin.runs("t")] == ["succeeded", "succeeded"]
 
 
+def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    one = open_scheduler()
+    two = open_scheduler()
+    attempts: list[tuple[str, int]] = []
+
+    def flaky() -> None:
+        run = current_run()
+        assert run is not None
+        attempts.append((run.key, run.attempt))
+        if len(attempts) == 1:
+            # While "one" runs the 08:01 fire, "two" runs the 08:02 one; both fail. "one"
+            # then writes the job's row as it knew it, without the 08:02 fire's retry.
+            assert two.run_pending() == 1
+        if run.attempt == 1:
+            raise RuntimeError("first attempts fail")
+
+    one.register("flaky", flaky)
+    two.register("flaky", flaky)
+    one.schedule("flaky", FixedRate(60), id="f", misfire=Misfire.RUN_ALL, retry=FixedBackoff([30]))
+    two.get("f")  # (two knows the job)
+    clock.advance(120)
+    assert one.run_pending() == 1
+    clock.advance(30)
+    assert one.run_pending() + two.run_pending() == 2
+    first, second = "f@2026-03-02T08:01:00+00:00", "f@2026-03-02T08:02:00+00:00"
+    assert sorted(attempts) == [(first, 1), (first, 2), (second, 1), (second, 2)]
+    assert {(r.key, r.state, r.attempt) for r in one.runs("f")} == {
+        (first, "succeeded", 2),
+        (second, "succeeded", 2),
+    }
+
+
 def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, calls: Calls) -> None:
     s = open_scheduler()
     s.schedule("fail", 5, id="bad", retry=NoRetry())

@@ -2365,10 +2365,11 @@ class Scheduler:
         if job is None:
             job = new_job(self, None, None)  # type: ignore[arg-type]
         else:
-            # Fires queued in the store's runs (backfill, trigger) are not in the row: the
-            # sides read from it drop them here, so they are taken in again from the store
-            # (those still queued) at the next poll.
-            queued = [x.key for x in job._sides or () if x.claimed == 2 and x.key is not None]
+            # Sides the row does not record are dropped here: fires queued in the store's runs
+            # (backfill, trigger), which the row never holds, and retries another process
+            # wrote out of it from a stale copy. Those still queued or pending in the runs are
+            # taken in again at the next poll.
+            queued = [self._fire_of(x) for x in job._sides or () if x.claimed != 1]
             if queued:
                 store.forget_queued(queued)  # type: ignore[attr-defined]
                 self._requeue = True
@@ -2421,11 +2422,17 @@ class Scheduler:
         )
 
     def _take_queued(self, now: int) -> None:
-        """Queue the fires that ``backfill`` (here or in another process) enqueued."""
-        for key, job_id, due in self._store.queued_runs():  # type: ignore[attr-defined]
+        """Queue the fires that ``backfill`` or ``trigger`` (here or in another process)
+        enqueued, and the pending retries this process does not hold (a process writing their
+        job's row from a stale copy dropped them from it: the failed run's record keeps them)."""
+        for key, job_id, due, attempt, retry in self._store.queued_runs():  # type: ignore[attr-defined]
             job = self._store.get(job_id)
-            if job is not None:
+            if job is None:
+                continue
+            if retry is None:
                 self._queue_fire(job, key, due, now)
+            elif not any(self._fire_of(x) == key for x in job._sides or ()):
+                self._queue_side(_Side(job, due, MONOTONIC, attempt + 1, None, False, key), retry)
 
     def _queue_fire(self, job: Job, key: str, due: int, now: int) -> None:
         """Queue, due ``now``, a fire recorded as queued in the store's runs (a backfill)."""

@@ -32,13 +32,28 @@ from typing import Any, TypeVar
 
 from duetime._validate import duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
-from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
+from duetime.job import fire_key
+from duetime.stores.base import ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
 __all__ = ["SQLStore"]
 
 logger = logging.getLogger("duetime")
+
+# The fires enqueued and the retries pending (a failed run keeps its retry's due time in
+# lease_until), oldest first.
+_QUEUED = (
+    "SELECT key, job_id, due, attempt, lease_until FROM {p}runs "
+    "WHERE state = 'queued' OR (state = 'failed' AND lease_until IS NOT NULL) ORDER BY due"
+)
+
+
+def _queued_id(row: Sequence[Any]) -> str:
+    """How the queued runs taken in are known: a queued fire by its key, a pending retry by its
+    key and attempt (the same key fails again, with a new retry, after it was taken in)."""
+    return row[0] if row[4] is None else f"{row[0]}\x00{row[3]}"
+
 
 _UTC = timezone.utc
 
@@ -554,13 +569,15 @@ class SQLStore(MemoryStore):
         the run. Returns False, writing nothing, if it does not (its lease ran out and another
         worker took it over)."""
         final = state != "failed"
+        # (A failed run's lease_until is when its retry is due: see _retry_at.)
+        retry = None if final else self._retry_at(row, key, attempt)
         with self._tx("recording a run's outcome") as db:
             cur = db.execute(
                 self._q(
-                    "UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = NULL "
+                    "UPDATE {p}runs SET state = ?, finished = ?, error = ?, lease_until = ? "
                     "WHERE key = ? AND worker = ? AND attempt = ? AND state = 'running'"
                 ),
-                (state, now if final else None, error, key, self.worker, attempt),
+                (state, now if final else None, error, retry, key, self.worker, attempt),
             )
             if cur.rowcount == 0:
                 # Written already? (A retry after a connection lost while committing.)
@@ -622,28 +639,52 @@ class SQLStore(MemoryStore):
             )
         ]
 
-    def queued_runs(self) -> list[tuple[str, str, int]]:
-        """Fires enqueued by ``backfill`` not taken in by this process yet: ``(key, job id,
-        due)``."""
-        rows = self._read(
-            "reading queued runs",
-            self._q("SELECT key, job_id, due FROM {p}runs WHERE state = 'queued' ORDER BY due"),
-        )
+    def queued_runs(self) -> list[QueuedRun]:
+        """Fires enqueued (``backfill``, ``trigger``) and retries pending, not taken in by this
+        process yet: ``(key, job id, due, attempt, retry due or None)``."""
+        rows = self._read("reading queued runs", self._q(_QUEUED))
         return self._new_queued(rows)
 
     def forget_queued(self, keys: Iterable[str]) -> None:
         """Count ``keys`` as not taken in: the next ``queued_runs`` answers those still
-        queued again (the Scheduler dropped them from memory, reading their job's row)."""
-        self._known_queued.difference_update(keys)
+        queued or pending again (the Scheduler dropped them from memory, reading their job's
+        row)."""
+        keys = set(keys)
+        self._known_queued = {k for k in self._known_queued if k.partition("\x00")[0] not in keys}
 
-    def _new_queued(self, rows: Sequence[Sequence[Any]]) -> list[tuple[str, str, int]]:
-        """``queued_runs``'s answer from the queued runs read, ``(key, job id, due)`` each."""
+    def _new_queued(self, rows: Sequence[Sequence[Any]]) -> list[QueuedRun]:
+        """``queued_runs``'s answer from the queued runs read."""
         # Forget the keys no longer queued (taken by this process or another): the set stays
         # as small as the queue instead of growing with every fire ever backfilled.
-        self._known_queued &= {k for k, _, _ in rows}
-        found = [(k, j, d) for k, j, d in rows if k not in self._known_queued]
-        self._known_queued.update(k for k, _, _ in found)
+        seen = {_queued_id(row) for row in rows}
+        self._known_queued &= seen
+        found = [
+            (k, j, d, a, r)
+            for k, j, d, a, r in rows
+            if _queued_id((k, j, d, a, r)) not in self._known_queued
+        ]
+        self._known_queued.update(_queued_id(row) for row in found)
         return found
+
+    def knows_queued(self, rows: Sequence[Sequence[Any]]) -> bool:
+        """Whether this process has taken in every one of ``rows`` (``queued_runs``'s)."""
+        known = self._known_queued
+        return all(_queued_id(row) in known for row in rows)
+
+    @staticmethod
+    def _retry_at(row: JobRow | None, key: str, attempt: int) -> int | None:
+        """When the retry of attempt ``attempt`` of fire ``key`` is due, from the pending sides
+        ``row`` records (None if none is): kept on the failed run's record too, so that a
+        process that writes the row from a stale copy cannot lose the retry for good."""
+        if row is None or not row.sides:
+            return None
+        for rec in json.loads(row.sides):
+            if rec["attempt"] != attempt + 1 or rec["due"] is None:
+                continue
+            found = rec["key"] or fire_key(row.id, ns_to_datetime(rec["base"], _UTC))
+            if found == key:
+                return int(rec["due"])
+        return None
 
     def enqueue(self, job_id: str, fires: Sequence[tuple[str, int]]) -> list[str]:
         """Record fires ``(key, due)`` of a job as queued, skipping keys recorded already.

@@ -35,6 +35,11 @@ __all__ = ["ClaimAnswer", "ClaimAsk", "DurableStore", "JobStore", "SettleAsk"]
 # ``claim``'s arguments: (key, job id, due, attempt, now, lease ns, row, guard).
 ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None]
 
+#: A fire ``queued_runs`` answers: ``(key, job id, due, attempt, retry due)``; the retry due is
+#: None for a fire enqueued by ``backfill`` or ``trigger``, and for a failed attempt whose retry
+#: is pending, when that retry is due (epoch nanoseconds).
+QueuedRun = tuple[str, str, int, int, "int | None"]
+
 # What ``claim_many`` answers for one claim: (answer, the job's row read back or None), or the
 # error that kept it from being made.
 ClaimAnswer = tuple[str, JobRow | None] | StoreError
@@ -277,8 +282,8 @@ class DurableStore(JobStore, Protocol):
         """Record fires ``(key, due)`` as queued unless recorded already; the new keys."""
         ...
 
-    def queued_runs(self) -> list[tuple[str, str, int]]:
-        """Queued fires not taken in by this process yet: ``(key, job id, due)``."""
+    def queued_runs(self) -> list[QueuedRun]:
+        """Queued fires and pending retries not taken in by this process yet."""
         ...
 
     def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:

@@ -69,7 +69,7 @@ from duetime.stores._sql import (
     read_row,
     still_live,
 )
-from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
+from duetime.stores.base import ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.records import ENDED_STATES, JobRow
 
 if TYPE_CHECKING:
@@ -246,11 +246,12 @@ _SETTLE_MANY = (
             ("state", "text"),
             ("finished", "bigint"),
             ("error", "text"),
+            ("retry", "bigint"),
         ),
     )
     + "), "
     "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
-    "lease_until = NULL FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
+    "lease_until = v.retry FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
     "AND u.state = 'running' RETURNING u.key, u.job_id), "
     "w AS (" + _rows(_OUTCOME_ROW) + "), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
@@ -284,8 +285,9 @@ _CHANGES = (
     "SELECT x.low::text, CASE WHEN row_number() OVER () = 1 THEN q.queued END, "
     + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
-    "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due) ORDER BY due)::text "
-    "AS queued FROM {p}runs WHERE state = 'queued') q "
+    "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due, attempt, lease_until) "
+    "ORDER BY due)::text AS queued FROM {p}runs WHERE state = 'queued' "
+    "OR (state = 'failed' AND lease_until IS NOT NULL)) q "
     "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
 )
 
@@ -708,7 +710,9 @@ class PostgresStore(SQLStore):
         for key, attempt, state, error, now, row in outcomes:
             assert row is not None
             rows[row.id] = (row.id, row.trigger, *job_values(row, 0, now)[PROGRESS_AT:])
-            runs.append((key, attempt, state, now if state != "failed" else None, error))
+            final = state != "failed"
+            retry = None if final else self._retry_at(row, key, attempt)
+            runs.append((key, attempt, state, now if final else None, error, retry))
         return (json.dumps(runs), self.worker, json.dumps(list(rows.values())))
 
     def _settled(self, outcomes: Sequence[SettleAsk], result: list[Any]) -> list[bool | StoreError]:
@@ -894,8 +898,7 @@ class PostgresStore(SQLStore):
             changed.append(row)
         random.shuffle(changed)  # (as in load_rows)
         ahead: list[Any] = json.loads(queued) if queued else []
-        known = self._known_queued
-        if not changed and all(key in known for key, _, _ in ahead):
+        if not changed and self.knows_queued(ahead):
             self._queued_ahead = None
             return None
         # (Rows changed, or fires were queued that this process has not taken in: a backfill
@@ -903,7 +906,7 @@ class PostgresStore(SQLStore):
         self._queued_ahead = ahead
         return changed
 
-    def queued_runs(self) -> list[tuple[str, str, int]]:
+    def queued_runs(self) -> list[QueuedRun]:
         """``SQLStore.queued_runs``; right after ``changed_rows`` found changes, without a
         query (it read them)."""
         ahead, self._queued_ahead = self._queued_ahead, None
