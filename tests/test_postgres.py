@@ -264,7 +264,7 @@ def test_a_batch_of_claims_answers_each_as_a_single_claim_would(
         def ask(job: str, key: str, guard: int | None = None) -> Any:
             row = rows[job]
             base = row.next_base if guard is None else guard
-            return (key, job, row.next_base, 1, now, 30 * 10**9, row, base)
+            return (key, job, row.next_base, 1, now, 30 * 10**9, row, base, False)
 
         assert a.claim_many([ask(f"j{i}", f"k{i}") for i in range(3)]) == [("won", None)] * 3
         # The same keys again (the rows still match the guards): ran already, "done"; a new

@@ -1203,7 +1203,14 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
 
     one.register("flaky", flaky)
     two.register("flaky", flaky)
-    one.schedule("flaky", FixedRate(60), id="f", misfire=Misfire.RUN_ALL, retry=FixedBackoff([30]))
+    one.schedule(
+        "flaky",
+        FixedRate(60),
+        id="f",
+        misfire=Misfire.RUN_ALL,
+        overlap=Overlap.ALLOW,  # (two runs at once, in two processes: see the next test)
+        retry=FixedBackoff([30]),
+    )
     two.get("f")  # (two knows the job)
     clock.advance(120)
     assert one.run_pending() == 1
@@ -1215,6 +1222,40 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
         (first, "succeeded", 2),
         (second, "succeeded", 2),
     }
+
+
+@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.ALLOW])
+def test_skip_holds_across_processes(
+    open_scheduler: Opener, clock: FakeClock, overlap: Overlap
+) -> None:
+    one = open_scheduler(lease=300)  # (longer than the run: it is not taken for lost)
+    two = open_scheduler(lease=300)
+    ran: list[str] = []
+    during: list[int] = []
+
+    def slow() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.key)
+        if len(ran) == 1:
+            clock.advance(60)  # the next fire falls due while this run goes on
+            during.append(two.run_pending())
+
+    one.register("slow", slow)
+    two.register("slow", slow)
+    one.schedule("slow", FixedRate(60), id="s", overlap=overlap)
+    two.get("s")
+    clock.advance(60)
+    assert one.run_pending() == 1
+    clock.advance(60)
+    assert one.run_pending() + two.run_pending() == 1
+    fires = [f"s@2026-03-02T08:0{m}:00+00:00" for m in (1, 2, 3)]
+    if overlap is Overlap.SKIP:
+        # The 08:02 fire met the 08:01 run going in the other process: skipped, as in one.
+        assert during == [0] and sorted(ran) == [fires[0], fires[2]]
+    else:
+        assert during == [1] and sorted(ran) == fires
+    assert sorted(r.key for r in one.runs("s")) == sorted(ran)
 
 
 def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, calls: Calls) -> None:

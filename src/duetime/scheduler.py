@@ -2720,7 +2720,14 @@ class Scheduler:
         fire = occ[6]
         if fire is None:
             fire = fire_key(job.id, ns_to_datetime(occ[1], timezone.utc))
-        ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped)
+        # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
+        # run of the job is going in another process (in this one, _begin skipped it already).
+        solo = (
+            regular
+            and job.trigger.recurring
+            and (job._opts.overlap or self._overlap) is Overlap.SKIP
+        )
+        ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped, solo)
         return occ, ask
 
     def _claimed(

@@ -122,8 +122,12 @@ def progress_set(target: str, source: str) -> str:
     Changes made elsewhere while the fire ran stand: pausing and resuming belong to pause() and
     resume() (an outcome that ends the job still ends it), and if the job's recurrence is no
     longer the one the writer knows (a reschedule() or replace=True), its next fire is the
-    one that change computed: the outcome writes only what ran (counters, last error)."""
+    one that change computed: the outcome writes only what ran (counters, last error). So it is
+    if another process has moved the job on past the next fire the writer knows (claimed a
+    later fire, or skipped it): an outcome never takes a schedule back; the retries it adds are
+    on its run's record too (SQLStore._retry_at), where the others take them from."""
     same = f"{target}.trigger = {source}.trigger"
+    timed = f"{same} AND NOT COALESCE({target}.next_base > {source}.next_base, false)"
     columns = [
         # (Not same: "running" was the other process's view of this run, which is over.)
         f"state = CASE WHEN NOT {same} THEN (CASE WHEN {target}.state = 'running' "
@@ -135,7 +139,7 @@ def progress_set(target: str, source: str) -> str:
     for column in PROGRESS[1:]:
         if column in _TIMING:
             columns.append(
-                f"{column} = CASE WHEN {same} THEN {source}.{column} ELSE {target}.{column} END"
+                f"{column} = CASE WHEN {timed} THEN {source}.{column} ELSE {target}.{column} END"
             )
         else:
             columns.append(f"{column} = {source}.{column}")
@@ -164,7 +168,7 @@ _UPSERT_PROGRESS = (
     + progress_set("{p}jobs", "excluded")
     + " WHERE "
     + still_live("{p}jobs")
-    + " RETURNING state, trigger"
+    + " RETURNING state, trigger, next_base"
 )
 
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
@@ -349,10 +353,10 @@ class SQLStore(MemoryStore):
     def _write_progress(self, db: Any, row: JobRow, rev: int, now: int) -> bool:
         """Write ``row``'s progress (``_UPSERT_PROGRESS``) in transaction ``db``. Returns
         whether the row now says what this process sent: if a change made elsewhere stood
-        (an ended job, a pause or resume, a new recurrence), the row is not this process's
-        write, and the change feed reads it back."""
+        (an ended job, a pause or resume, a new recurrence, a later fire), the row is not this
+        process's write, and the change feed reads it back."""
         written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
-        return written is not None and tuple(written) == (row.state, row.trigger)
+        return written is not None and tuple(written) == (row.state, row.trigger, row.next_base)
 
     def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
         """Write the progress of jobs the runner moved on without a run (a fire skipped), as
@@ -443,14 +447,18 @@ class SQLStore(MemoryStore):
         lease_ns: int,
         row: JobRow | None,
         guard: int | None,
+        solo: bool = False,
     ) -> str:
         """Try to start fire ``key`` (attempt ``attempt``) here, and write ``row``.
 
         ``guard``: the regular due time being claimed; the row is written only if the store's
-        row is still due then. Returns ``"won"``, ``"lost"`` (another process moved the job on
-        or holds the run; nothing was written), ``"busy"`` (another process is changing the
-        job right now; nothing was written: try again shortly) or ``"done"`` (the row moved on
-        but the fire's key had run or is running already: skip it).
+        row is still due then. ``solo``: the fire is skipped (the row moved on, no run
+        recorded: "done") if another worker's run of the job is going (``Overlap.SKIP``).
+
+        Returns ``"won"``, ``"lost"`` (another process moved the job on or holds the run;
+        nothing was written), ``"busy"`` (another process is changing the job right now;
+        nothing was written: try again shortly) or ``"done"`` (the row moved on but the fire's
+        key had run or is running already, or ``solo`` found another run going: skip it).
         """
         # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
         # guarded row update for a regular fire, the run's claim for a side occurrence.
@@ -470,6 +478,8 @@ class SQLStore(MemoryStore):
                     (attempt, self.worker, now + lease_ns, now, key, attempt - 1),
                 )
                 won = cur.rowcount == 1
+            elif solo and self._running_elsewhere(db, job_id, now):
+                won = False
             else:
                 won = (
                     db.execute(
@@ -500,6 +510,17 @@ class SQLStore(MemoryStore):
 
         Here one claim after the other; a dialect may make them one statement."""
         return [caught(self._claim_answer, ask) for ask in asks]
+
+    def _running_elsewhere(self, db: Any, job_id: str, now: int) -> bool:
+        """Whether another worker's run of the job is going (its lease not run out)."""
+        found = db.execute(
+            self._q(
+                "SELECT 1 FROM {p}runs WHERE job_id = ? AND state = 'running' "
+                "AND lease_until > ? AND worker <> ? LIMIT 1"
+            ),
+            (job_id, now, self.worker),
+        ).fetchone()
+        return found is not None
 
     def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:
         """``claim``'s answer as ``claim_many`` gives it (no row read back)."""

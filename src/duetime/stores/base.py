@@ -32,8 +32,8 @@ from duetime.stores.records import JobRow, RunRecord
 
 __all__ = ["ClaimAnswer", "ClaimAsk", "DurableStore", "JobStore", "SettleAsk"]
 
-# ``claim``'s arguments: (key, job id, due, attempt, now, lease ns, row, guard).
-ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None]
+# ``claim``'s arguments: (key, job id, due, attempt, now, lease ns, row, guard, solo).
+ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None, bool]
 
 #: A fire ``queued_runs`` answers: ``(key, job id, due, attempt, retry due)``; the retry due is
 #: None for a fire enqueued by ``backfill`` or ``trigger``, and for a failed attempt whose retry

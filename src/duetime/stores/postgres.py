@@ -210,6 +210,7 @@ _CLAIM_MANY = (
             ("r_attempt", "integer"),
             ("r_lease", "bigint"),
             ("r_started", "bigint"),
+            ("solo", "boolean"),
             *_PROGRESS_ROW,
         ),
     )
@@ -222,7 +223,9 @@ _CLAIM_MANY = (
     + " FROM locked l, v WHERE j.id = l.id AND v.id = l.id RETURNING j.id, j.rev), "
     "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
     "SELECT v.r_key, v.id, v.r_due, 'running', v.r_attempt, ?::text, v.r_lease, v.r_started "
-    "FROM v JOIN upd ON upd.id = v.id " + CLAIM_KEY_CONFLICT + ") "
+    "FROM v JOIN upd ON upd.id = v.id WHERE NOT v.solo OR NOT EXISTS (SELECT 1 FROM {p}runs o "
+    "WHERE o.job_id = v.id AND o.state = 'running' AND o.lease_until > v.r_started "
+    "AND o.worker <> ?::text) " + CLAIM_KEY_CONFLICT + ") "
     "SELECT 'u', id, rev, NULL::boolean, " + _NULL_ROW + " FROM upd "
     "UNION ALL SELECT 'r', key, NULL, NULL, " + _NULL_ROW + " FROM run "
     "UNION ALL SELECT 'e', v.id, NULL, "
@@ -259,7 +262,8 @@ _SETTLE_MANY = (
     + progress_set("j", "w")
     + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND "
     + still_live("j")
-    + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger AS same) "
+    + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger "
+    "AND j.next_base IS NOT DISTINCT FROM w.next_base AS same) "
     "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j WHERE same), "
     "(SELECT array_agg(rev) FROM j WHERE same)"
 )
@@ -660,11 +664,11 @@ class PostgresStore(SQLStore):
 
     def _claim_params(self, batch: Sequence[tuple[int, ClaimAsk]]) -> tuple[Any, ...]:
         claims = []
-        for _, (key, job_id, due, attempt, now, lease_ns, row, guard) in batch:
+        for _, (key, job_id, due, attempt, now, lease_ns, row, guard, solo) in batch:
             assert row is not None
-            values = (guard, key, due, attempt, now + lease_ns, now, job_id)
+            values = (guard, key, due, attempt, now + lease_ns, now, solo, job_id)
             claims.append(values + job_values(row, 0, now)[PROGRESS_AT:])
-        return (json.dumps(claims), self.worker)
+        return (json.dumps(claims), self.worker, self.worker)
 
     def _claimed(
         self,
@@ -683,7 +687,7 @@ class PostgresStore(SQLStore):
                 recorded.add(name)
             else:
                 beaten[name] = (due, columns)
-        for i, (key, job_id, *_, row, _) in batch:
+        for i, (key, job_id, *_, row, _, _) in batch:
             rev = revs.get(job_id)
             if rev is None:
                 due, columns = beaten[job_id]
