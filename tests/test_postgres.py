@@ -845,3 +845,30 @@ def test_workers_whose_clocks_differ_by_a_second_run_each_fire_once(
     assert len(ran) == len(set(ran))  # no fire twice, whoever's clock was ahead
     assert set(keys) <= set(ran)
     assert len({pid for _, pid in workers.lines(effects)}) == 2
+
+
+def test_a_queued_trigger_whose_claim_finds_the_row_busy_runs_later(
+    pg_database: str, pg_schema: str
+) -> None:
+    clock = FakeClock(T0)
+    worker = Scheduler(clock, store=PostgresStore(pg_database, schema=pg_schema))
+    admin = Scheduler(clock, store=PostgresStore(pg_database, schema=pg_schema))
+    try:
+        ran = _recording(worker)
+        worker.schedule("rec", FixedRate(3600), id="j")
+        admin.trigger("j")  # (no "rec" here: queued for the workers)
+        with psycopg.connect(pg_database) as other:
+            other.execute(
+                sql.SQL("SELECT 1 FROM {}.jobs WHERE id = 'j' FOR UPDATE").format(
+                    sql.Identifier(pg_schema)
+                )
+            )
+            assert worker.run_pending() == 0  # busy: another transaction holds the row
+            other.rollback()
+        # It used to stay "queued" until some process opened the store afresh.
+        clock.advance(1)
+        assert worker.run_pending() == 1
+        assert ran == ["j@trigger-2026-03-02T08:00:00+00:00"]
+    finally:
+        worker.shutdown()
+        admin.shutdown()

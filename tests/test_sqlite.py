@@ -1258,6 +1258,49 @@ def test_skip_holds_across_processes(
     assert sorted(r.key for r in one.runs("s")) == sorted(ran)
 
 
+@pytest.mark.parametrize("change", ["reschedule", "replace", "cancel and schedule"])
+def test_retries_dropped_on_purpose_stay_dropped(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, change: str
+) -> None:
+    worker = open_scheduler()
+    admin = open_scheduler()
+    worker.schedule("fail", FixedRate(600), id="f", retry=FixedBackoff([300]))
+    clock.advance(600)
+    assert worker.run_pending() == 1  # fails; its retry is due at 08:15
+    admin.get("f")
+    if change == "reschedule":
+        admin.reschedule("f", FixedRate(3600))
+    elif change == "replace":
+        admin.schedule("fail", FixedRate(3600), id="f", replace=True)
+    else:
+        admin.cancel("f")
+        admin.schedule("fail", FixedRate(3600), id="f")
+    # The failed run's record keeps its retry's time (for a process that lost it to a stale
+    # write): a change that drops the retry must drop it there too, or it came back.
+    clock.advance(400)
+    assert worker.run_pending() == 0 and admin.run_pending() == 0
+    assert len(calls.keys) == 1
+    assert [(r.state, r.attempt) for r in admin.runs("f")] == [("failed", 1)]
+
+
+def test_retry_failed_refuses_a_letter_another_process_took(
+    open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = open_scheduler()
+    b = open_scheduler()
+    a.schedule("fail", 5, id="d", retry=NoRetry())
+    a.run_for(10)
+    assert [f.job.id for f in b.failed()] == ["d"]  # b has seen the letter in the store
+    a.discard_failed("d")
+    # b retries in the moment after it last looked (its look is skipped here): the store no
+    # longer has the letter, so b must not run the job again from its own copy.
+    monkeypatch.setattr(b, "_sync_dead", lambda: None)
+    with pytest.raises(JobLookupError):
+        b.retry_failed("d")
+    assert b.get("d") is None and open_scheduler().get("d") is None
+    assert calls.keys == ["d@2026-03-02T08:00:05+00:00"]
+
+
 def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, calls: Calls) -> None:
     s = open_scheduler()
     s.schedule("fail", 5, id="bad", retry=NoRetry())

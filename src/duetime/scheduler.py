@@ -745,7 +745,7 @@ class Scheduler:
                     self._name_task(job, ref)
                 replaced = self._retarget(job, trigger, first, paused)
                 if self._durable:
-                    self._save(job)
+                    self._save(job, drop_retries=True)
                 if replaced is None:
                     return job
                 event: Event = replaced
@@ -1230,7 +1230,9 @@ class Scheduler:
                 # Written first: a store that refuses it leaves the job as it was, here too.
                 state, job._state = job._state, JobState.CANCELLED
                 try:
-                    self._store.write([self._row(job)], self._clock.time_ns())  # type: ignore[attr-defined]
+                    self._store.write(  # type: ignore[attr-defined]
+                        [self._row(job)], self._clock.time_ns(), True
+                    )
                 except BaseException:
                     job._state = state
                     raise
@@ -1259,7 +1261,7 @@ class Scheduler:
             job = self._lookup(job_or_id)
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
             if self._durable:
-                self._save(job)
+                self._save(job, drop_retries=True)
         if event is not None:
             self._emit([event])
         return job
@@ -2094,14 +2096,21 @@ class Scheduler:
         self._queue_regular(job, self._clock.monotonic_ns())
         try:
             with store.batch():
-                store.take_dead(id)
+                MemoryStore.take_dead(store, id)
+                # Gone from the store though it was there: another process took it (retried
+                # or discarded it) after this one last looked. (One this process has not
+                # written yet, its outcome waiting, is not in the store: it goes on.)
+                if not store.delete_dead(id) and id in self._dead_stored:
+                    raise JobLookupError(id)
                 store.insert_new([self._row(job)], self._clock.time_ns())
-        except BaseException:
+        except BaseException as exc:
             self._unqueue(job)
             store.forget(job)
             job._trigger, job._state = trigger, state
             job._extras().attempt = attempt
-            if id not in store.dead:
+            if isinstance(exc, JobLookupError):
+                self._dead_stored.pop(id, None)
+            elif id not in store.dead:
                 MemoryStore.put_dead(store, id, entry)
                 ordered = sorted(store.dead.items(), key=lambda item: item[1].failed_at)
                 store.dead.clear()
@@ -2304,11 +2313,14 @@ class Scheduler:
         job._state = JobState.CANCELLED
         self._store.forget(job)
 
-    def _save(self, job: Job) -> None:
+    def _save(self, job: Job, drop_retries: bool = False) -> None:
         """Write a job's row after a change (lock held). If the store fails, the job is read
-        back from it (nothing half-changed stays in memory) and the error raised."""
+        back from it (nothing half-changed stays in memory) and the error raised.
+        ``drop_retries``: the change dropped the job's pending retries (SQLStore.write)."""
         try:
-            self._store.write([self._row(job)], self._clock.time_ns())  # type: ignore[attr-defined]
+            self._store.write(  # type: ignore[attr-defined]
+                [self._row(job)], self._clock.time_ns(), drop_retries
+            )
         except StoreError:
             self._reload(job)
             raise
@@ -2756,6 +2768,12 @@ class Scheduler:
         job._running -= 1
         self._running_total -= 1
         if outcome in ("failed", "busy"):
+            if type(key) is not Job and key.claimed != 1:
+                # The side left the job's sides when it was popped, so reading the job back
+                # cannot restore it if the row does not hold it (a queued fire never is): take
+                # it in again from the store's runs at the next poll.
+                self._store.forget_queued([fire])  # type: ignore[attr-defined]
+                self._requeue = True
             # The store is the truth: read the job back, and try its fire again after a pause
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
             # "busy": another process is claiming or changing this job right now; its change

@@ -342,11 +342,22 @@ class SQLStore(MemoryStore):
 
     # -- writing jobs -----------------------------------------------------------------------------
 
-    def write(self, rows: Sequence[JobRow], now: int) -> None:
-        """Write whole rows (a new job, or any change), in one transaction."""
+    def write(self, rows: Sequence[JobRow], now: int, drop_retries: bool = False) -> None:
+        """Write whole rows (a new job, or any change), in one transaction. ``drop_retries``:
+        the change dropped the jobs' pending retries on purpose (cancel, reschedule, replace):
+        their failed runs' records stop keeping them (``_retry_at``), or a process would take
+        them in again."""
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
+            if drop_retries:
+                db.executemany(
+                    self._q(
+                        "UPDATE {p}runs SET lease_until = NULL WHERE job_id = ? "
+                        "AND state = 'failed' AND lease_until IS NOT NULL"
+                    ),
+                    [(row.id,) for row in rows],
+                )
             self._changed(db)
         self._wrote(rows, rev)
 
@@ -854,9 +865,14 @@ class SQLStore(MemoryStore):
         """Remove and return a dead letter (from memory and the store), or None."""
         found = super().take_dead(id)
         if self.is_open:
-            with self._tx("removing a dead letter") as db:
-                db.execute(self._q("DELETE FROM {p}dead WHERE id = ?"), (id,))
+            self.delete_dead(id)
         return found
+
+    def delete_dead(self, id: str) -> bool:
+        """Remove a dead letter from the store only; whether it was there."""
+        with self._tx("removing a dead letter") as db:
+            gone: int = db.execute(self._q("DELETE FROM {p}dead WHERE id = ?"), (id,)).rowcount
+        return gone > 0
 
     @property
     def is_open(self) -> bool:
