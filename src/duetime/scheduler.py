@@ -1371,18 +1371,11 @@ class Scheduler:
     def _trigger_durable(self, side: _Side, wall: int, mono: int) -> Occ | None:
         """``trigger()`` without a runner, on a durable store: claim ``side`` and return it to
         run here. A claim that could not be made is not dropped: if another process held the
-        job's row this instant, the fire is queued and written with the job (this process's
-        next turn, or any worker, runs it); if the store failed, its ``StoreError`` is raised
-        and nothing is left behind. Lock held."""
-        prepared = self._prepare_claim(side, MONOTONIC, mono, wall, mono)
-        if prepared is None:
-            return None
-        occ, ask = prepared
-        if ask is None:
-            return occ
-        (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
-        won = self._claimed(side, occ, ask, answer, quiet=True)
-        if won is not None or (type(answer) is tuple and answer[0] != "busy"):
+        job's row this instant, the fire is enqueued as a queued run (this process's next
+        turn, or any worker, runs it); if the store failed, its ``StoreError`` is raised and
+        nothing is left behind. Lock held."""
+        won, answer = self._claim_one(side, MONOTONIC, mono, wall, mono, quiet=True)
+        if won is not None or answer is None or (type(answer) is tuple and answer[0] != "busy"):
             return won
         job = side.job
         if job._sides and side in job._sides:  # (the job could not be read back)
@@ -2588,14 +2581,21 @@ class Scheduler:
     def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
         """``_begin`` with a durable store: decide as in memory, then claim the run from the
         store; if another process has it, read the job back instead."""
+        return self._claim_one(key, tb, due, wall, mono)[0]
+
+    def _claim_one(
+        self, key: Any, tb: int, due: int, wall: int, mono: int, quiet: bool = False
+    ) -> tuple[Occ | None, ClaimAnswer | None]:
+        """Decide one popped entry and claim it alone: the occurrence to run (None if not),
+        and the store's answer (None if nothing was asked of it)."""
         prepared = self._prepare_claim(key, tb, due, wall, mono)
         if prepared is None:
-            return None
+            return None, None
         occ, ask = prepared
         if ask is None:
-            return occ
+            return occ, None
         (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
-        return self._claimed(key, occ, ask, answer)
+        return self._claimed(key, occ, ask, answer, quiet), answer
 
     def _begin_due(self, wall: int, mono: int, most: int | None = None) -> list[Occ] | None:
         """The thread runner's ``pop_due`` and ``begin`` with a durable store: take what is
