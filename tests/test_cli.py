@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -137,6 +138,22 @@ def test_jobs_says_which_tasks_no_worker_has_registered(
     finally:
         worker.shutdown()
     assert tick_line().endswith("no worker has registered this task")
+
+
+def test_a_worker_that_imports_its_tasks_counts_as_registering_them(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = Scheduler(store=store_url)
+    s.schedule(json.dumps, FixedRate(60), id="dumps")  # stored as "json:dumps"
+    s.shutdown()
+    worker = Scheduler(store=store_url, import_tasks=["json"])  # (registers nothing)
+    try:
+        assert main(["jobs", "--store", store_url]) == 0
+        out = capsys.readouterr().out
+        line = next(line for line in out.splitlines() if line.startswith("dumps"))
+        assert "no worker" not in line
+    finally:
+        worker.shutdown()
 
 
 def test_a_job_the_command_cannot_load_is_named_not_hidden(

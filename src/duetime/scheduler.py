@@ -2179,6 +2179,8 @@ class Scheduler:
             now = self._clock.time_ns()
             for row in store.load_rows():
                 self._restore(None, row, now)
+            if self._import_tasks:  # (a worker that registers nothing, importing its tasks)
+                self._announce()
             for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
                 self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
                 self._dead_stored[id] = failed_at // 1000 * 1000
@@ -2489,7 +2491,7 @@ class Scheduler:
                     store.heartbeat(now, self._lease)
                 for key, job_id, due, attempt, worker in store.expired(now):
                     self._take_over(key, job_id, due, attempt, worker, now)
-                if self._tasks and real_time_ns() >= self._announce_at:
+                if (self._tasks or self._import_tasks) and real_time_ns() >= self._announce_at:
                     self._announce()
                 if now >= self._next_purge:
                     self._next_purge = now + 3600 * NS_PER_SECOND
