@@ -26,6 +26,7 @@ from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreE
 from duetime.job import Job, Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
+from duetime.stores import codec
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
@@ -310,7 +311,7 @@ def _unrunnable(s: Scheduler, jobs: Sequence[Job]) -> list[str]:
         if task in names:
             return True
         module, sep, _ = task.partition(":")
-        return bool(sep) and any(module == p or module.startswith(p + ".") for p in prefixes)
+        return bool(sep) and codec.under_prefixes(module, prefixes)
 
     return [
         ""

@@ -1071,6 +1071,15 @@ class Scheduler:
         if hold == _BLOCKED:
             self._store.block(side)
 
+    def _drop_side(self, side: _Side) -> None:
+        """Take a side out of the queue and of its job's ``_sides`` (lock held)."""
+        job = side.job
+        self._store.unqueue(MONOTONIC, side)
+        assert job._sides is not None
+        job._sides.remove(side)
+        if not job._sides:
+            job._sides = None
+
     @staticmethod
     def _attach_side(side: _Side) -> None:
         """List a side in its job's ``_sides`` (once): pending work the job must wait for."""
@@ -1231,7 +1240,7 @@ class Scheduler:
                 state, job._state = job._state, JobState.CANCELLED
                 try:
                     self._store.write(  # type: ignore[attr-defined]
-                        [self._row(job)], self._clock.time_ns(), True
+                        [self._row(job)], self._clock.time_ns(), drop_retries=True
                     )
                 except BaseException:
                     job._state = state
@@ -1379,10 +1388,7 @@ class Scheduler:
             return won
         job = side.job
         if job._sides and side in job._sides:  # (the job could not be read back)
-            self._store.unqueue(MONOTONIC, side)
-            job._sides.remove(side)
-            if not job._sides:
-                job._sides = None
+            self._drop_side(side)
         if isinstance(answer, StoreError):
             raise answer
         if self._store.contains(job):
@@ -2025,10 +2031,15 @@ class Scheduler:
                 added = True
         self._dead_stored.clear()
         self._dead_stored.update(kept)
-        if added:  # oldest first, as failed() promises
-            ordered = sorted(dead.items(), key=lambda item: item[1].failed_at)
-            dead.clear()
-            dead.update(ordered)
+        if added:
+            self._sort_dead()
+
+    def _sort_dead(self) -> None:
+        """Order the dead letters oldest first, as ``failed()`` promises (lock held)."""
+        dead: dict[str, FailedJob] = self._store.dead
+        ordered = sorted(dead.items(), key=lambda item: item[1].failed_at)
+        dead.clear()
+        dead.update(ordered)
 
     def retry_failed(self, id: str) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -2053,11 +2064,7 @@ class Scheduler:
                 self._retry_durable(id, entry)
             else:
                 self._store.take_dead(id)
-                job._trigger = After(0)
-                job._state = JobState.SCHEDULED
-                job._extras().attempt = 0
-                self._store.add(job, id)
-                self._queue_regular(job, self._clock.monotonic_ns())
+                self._revive(job, id)
             event = (
                 JobAdded(id, self._now_dt(), self._job_next_run_time(job))
                 if self._listeners
@@ -2082,11 +2089,7 @@ class Scheduler:
         store: Any = self._store
         trigger, state = job._trigger, job._state
         attempt = None if job._x is None else job._x.attempt
-        job._trigger = After(0)
-        job._state = JobState.SCHEDULED
-        job._extras().attempt = 0
-        store.add(job, id)
-        self._queue_regular(job, self._clock.monotonic_ns())
+        self._revive(job, id)
         try:
             with store.batch():
                 MemoryStore.take_dead(store, id)
@@ -2105,10 +2108,17 @@ class Scheduler:
                 self._dead_stored.pop(id, None)
             elif id not in store.dead:
                 MemoryStore.put_dead(store, id, entry)
-                ordered = sorted(store.dead.items(), key=lambda item: item[1].failed_at)
-                store.dead.clear()
-                store.dead.update(ordered)
+                self._sort_dead()
             raise
+
+    def _revive(self, job: Job, id: str) -> None:
+        """Make a dead letter's job live again under ``id``, due now, with a fresh attempt
+        count (lock held)."""
+        job._trigger = After(0)
+        job._state = JobState.SCHEDULED
+        job._extras().attempt = 0
+        self._store.add(job, id)
+        self._queue_regular(job, self._clock.monotonic_ns())
 
     def discard_failed(self, id: str) -> bool:
         """Drop a job from the dead-letter list. Returns whether it was there."""
@@ -2369,17 +2379,11 @@ class Scheduler:
                 store.forget(job)
             return
         fresh = job is None
+        held: list[str] = []  # the fire keys of the sides this process held
         if job is None:
             job = new_job(self, None, None)  # type: ignore[arg-type]
         else:
-            # Sides the row does not record are dropped here: fires queued in the store's runs
-            # (backfill, trigger), which the row never holds, and retries another process
-            # wrote out of it from a stale copy. Those still queued or pending in the runs are
-            # taken in again at the next poll.
-            queued = [self._fire_of(x) for x in job._sides or () if x.claimed != 1]
-            if queued:
-                store.forget_queued(queued)  # type: ignore[attr-defined]
-                self._requeue = True
+            held = [self._fire_of(x) for x in job._sides or () if x.claimed != 1]
             self._unqueue(job)
         running = job._running
         try:
@@ -2395,6 +2399,12 @@ class Scheduler:
             job._state = JobState.PAUSED if row.state == "paused" else _RUNNING
         sides = _durable.sides_of(job, row, now)
         job._sides = sides or None
+        if held:
+            # Sides the row does not record are dropped here: fires queued in the store's runs
+            # (backfill, trigger), which the row never holds, and retries another process
+            # wrote out of it from a stale copy.
+            kept = {self._fire_of(x) for x in sides}
+            self._retake([key for key in held if key not in kept])
         if fresh:
             store.add(job, row.id)
         if type(job.func) is MissingTask:
@@ -2427,6 +2437,14 @@ class Scheduler:
                 ns_to_datetime(at, self._tz),
             ),
         )
+
+    def _retake(self, keys: list[str]) -> None:
+        """Have the next poll take ``keys`` in again from the store's runs, those still queued
+        or with a retry pending (lock held): fires dropped from memory that the job's row does
+        not hold."""
+        if keys:
+            self._store.forget_queued(keys)  # type: ignore[attr-defined]
+            self._requeue = True
 
     def _take_queued(self, now: int) -> None:
         """Queue the fires that ``backfill`` or ``trigger`` (here or in another process)
@@ -2772,10 +2790,8 @@ class Scheduler:
         if outcome in ("failed", "busy"):
             if type(key) is not Job and key.claimed != 1:
                 # The side left the job's sides when it was popped, so reading the job back
-                # cannot restore it if the row does not hold it (a queued fire never is): take
-                # it in again from the store's runs at the next poll.
-                self._store.forget_queued([fire])  # type: ignore[attr-defined]
-                self._requeue = True
+                # cannot restore it if the row does not hold it (a queued fire never is).
+                self._retake([fire])
             # The store is the truth: read the job back, and try its fire again after a pause
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
             # "busy": another process is claiming or changing this job right now; its change
@@ -2797,10 +2813,7 @@ class Scheduler:
                 stale = [x for x in job._sides or () if self._fire_of(x) == fire]
                 if stale:
                     for x in stale:
-                        self._store.unqueue(MONOTONIC, x)
-                        job._sides.remove(x)  # type: ignore[union-attr]
-                    if not job._sides:
-                        job._sides = None
+                        self._drop_side(x)
                     self._settle(job)
                     self._save_quiet(job)
         else:  # the fire ran or runs already (a backfill, another process): skip it

@@ -688,15 +688,10 @@ class SQLStore(MemoryStore):
         """``queued_runs``'s answer from the queued runs read."""
         # Forget the keys no longer queued (taken by this process or another): the set stays
         # as small as the queue instead of growing with every fire ever backfilled.
-        seen = {_queued_id(row) for row in rows}
-        self._known_queued &= seen
-        found = [
-            (k, j, d, a, r)
-            for k, j, d, a, r in rows
-            if _queued_id((k, j, d, a, r)) not in self._known_queued
-        ]
+        self._known_queued &= {_queued_id(row) for row in rows}
+        found = [row for row in rows if _queued_id(row) not in self._known_queued]
         self._known_queued.update(_queued_id(row) for row in found)
-        return found
+        return [(k, j, d, a, r) for k, j, d, a, r in found]
 
     def knows_queued(self, rows: Sequence[Sequence[Any]]) -> bool:
         """Whether this process has taken in every one of ``rows`` (``queued_runs``'s)."""

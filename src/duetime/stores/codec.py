@@ -20,7 +20,7 @@ import importlib
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "loads_args",
     "resolve_task",
     "task_reference",
+    "under_prefixes",
 ]
 
 _TAGS = ("$datetime", "$date", "$decimal", "$uuid", "$dict")
@@ -182,6 +183,11 @@ def _lookup(module: str, qualname: str, *, load: bool = True) -> Any:
     return obj
 
 
+def under_prefixes(module: str, prefixes: Iterable[str]) -> bool:
+    """Whether ``module`` is one of ``prefixes`` or inside one (``import_tasks=``)."""
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
 def resolve_task(
     reference: str,
     tasks: Mapping[str, Callable[..., Any]],
@@ -207,7 +213,7 @@ def resolve_task(
             and getattr(registered, "__qualname__", None) == qualname
         ):
             return registered
-    if any(module == p or module.startswith(p + ".") for p in import_prefixes):
+    if under_prefixes(module, import_prefixes):
         found = _lookup(module, qualname)
         if callable(found):
             return found  # type: ignore[no-any-return]
