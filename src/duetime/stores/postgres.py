@@ -88,21 +88,21 @@ _INSTALL = 'install the PostgreSQL extra: pip install "duetime[postgres]"'
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (
-    key text PRIMARY KEY,
+    key text COLLATE "C" PRIMARY KEY,
     value bigint NOT NULL
 );
 CREATE SEQUENCE IF NOT EXISTS {s}.rev;
 CREATE TABLE IF NOT EXISTS {s}.jobs (
-    id text PRIMARY KEY,
+    id text COLLATE "C" PRIMARY KEY,
     rev bigint NOT NULL,
     name text,
-    task text NOT NULL,
+    task text COLLATE "C" NOT NULL,
     args text NOT NULL,
     trigger text NOT NULL,
     retry text,
     options text NOT NULL,
     priority integer NOT NULL,
-    state text NOT NULL,
+    state text COLLATE "C" NOT NULL,
     next_base bigint,
     next_due bigint,
     sides text,
@@ -115,7 +115,6 @@ CREATE TABLE IF NOT EXISTS {s}.jobs (
     xid xid8 NOT NULL DEFAULT pg_current_xact_id()
 );
 CREATE INDEX IF NOT EXISTS jobs_xid ON {s}.jobs (xid);
-CREATE INDEX IF NOT EXISTS jobs_state ON {s}.jobs (state);
 CREATE OR REPLACE FUNCTION {s}.stamp_xid() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     NEW.xid := pg_current_xact_id();
@@ -126,22 +125,22 @@ DROP TRIGGER IF EXISTS stamp_xid ON {s}.jobs;
 CREATE TRIGGER stamp_xid BEFORE INSERT OR UPDATE ON {s}.jobs
     FOR EACH ROW EXECUTE FUNCTION {s}.stamp_xid();
 CREATE TABLE IF NOT EXISTS {s}.runs (
-    key text PRIMARY KEY,
-    job_id text NOT NULL,
+    key text COLLATE "C" PRIMARY KEY,
+    job_id text COLLATE "C" NOT NULL,
     due bigint NOT NULL,
-    state text NOT NULL,
+    state text COLLATE "C" NOT NULL,
     attempt integer NOT NULL,
-    worker text,
+    worker text COLLATE "C",
     lease_until bigint,
     started bigint,
     finished bigint,
     error text
 );
-CREATE INDEX IF NOT EXISTS runs_state ON {s}.runs (state, lease_until);
+CREATE INDEX IF NOT EXISTS runs_active ON {s}.runs (state, lease_until)
+    WHERE state IN ('queued', 'running', 'failed');
 CREATE INDEX IF NOT EXISTS runs_job ON {s}.runs (job_id, due);
-CREATE INDEX IF NOT EXISTS runs_finished ON {s}.runs (finished);
 CREATE TABLE IF NOT EXISTS {s}.dead (
-    id text PRIMARY KEY,
+    id text COLLATE "C" PRIMARY KEY,
     job text NOT NULL,
     error text NOT NULL,
     traceback text NOT NULL,
@@ -150,7 +149,7 @@ CREATE TABLE IF NOT EXISTS {s}.dead (
     failed_at bigint NOT NULL
 );
 CREATE TABLE IF NOT EXISTS {s}.workers (
-    worker text PRIMARY KEY,
+    worker text COLLATE "C" PRIMARY KEY,
     tasks text NOT NULL,
     until bigint NOT NULL
 )
@@ -220,7 +219,8 @@ _CLAIM_MANY = (
     "FOR UPDATE SKIP LOCKED) l), "
     "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + _set_from("v")
-    + " FROM locked l, v WHERE j.id = l.id AND v.id = l.id RETURNING j.id, j.rev), "
+    + " FROM v WHERE j.id = ANY(ARRAY(SELECT id FROM locked)) AND v.id = j.id "
+    "RETURNING j.id, j.rev), "
     "run AS (INSERT INTO {p}runs (key, job_id, due, state, attempt, worker, lease_until, started) "
     "SELECT v.r_key, v.id, v.r_due, 'running', v.r_attempt, ?::text, v.r_lease, v.r_started "
     "FROM v JOIN upd ON upd.id = v.id /*solo*/ " + CLAIM_KEY_CONFLICT + ") "
@@ -263,7 +263,8 @@ _SETTLE_MANY = (
     )
     + "), "
     "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
-    "lease_until = v.retry FROM v WHERE u.key = v.key AND u.worker = ? AND u.attempt = v.attempt "
+    "lease_until = v.retry FROM v WHERE u.key = ANY(ARRAY(SELECT key FROM v)) AND u.key = v.key "
+    "AND u.worker = ? AND u.attempt = v.attempt "
     "AND u.state = 'running' RETURNING u.key, u.job_id), "
     "w AS (" + _rows(_OUTCOME_ROW) + "), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
