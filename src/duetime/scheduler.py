@@ -116,7 +116,7 @@ from duetime.job import (
     Overlap,
     Run,
     _current,
-    fire_key,
+    fire_key_at,
     new_job,
 )
 from duetime.job import Side as _Side
@@ -2751,7 +2751,7 @@ class Scheduler:
             return occ, None
         fire = occ[6]
         if fire is None:
-            fire = fire_key(job.id, ns_to_datetime(occ[1], timezone.utc))
+            fire = fire_key_at(job.id, occ[1])
         # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
         # run of the job is going in another process (in this one, _begin skipped it already).
         solo = (
@@ -2825,7 +2825,7 @@ class Scheduler:
         """A side occurrence's fire key."""
         if side.key is not None:
             return side.key
-        return fire_key(side.job.id, ns_to_datetime(side.base, timezone.utc))
+        return fire_key_at(side.job.id, side.base)
 
     def _finish_durable(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """``_finish_locked`` with a durable store: record the outcome in memory, then in the
@@ -3006,7 +3006,7 @@ class Scheduler:
                     f"start to end holds more than {_BACKFILL_LIMIT} fires of job {job.id!r}; "
                     f"backfill a shorter range at a time"
                 )
-            keyed = [(fire_key(job.id, ns_to_datetime(t, timezone.utc)), t) for t in fires]
+            keyed = [(fire_key_at(job.id, t), t) for t in fires]
             new = set(self._store.enqueue(job.id, keyed))  # type: ignore[attr-defined]
             now = self._clock.time_ns()
             for key, t in keyed:

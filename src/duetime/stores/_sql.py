@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from duetime._validate import duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
-from duetime.job import fire_key
+from duetime.job import fire_key_at
 from duetime.stores.base import ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
@@ -708,7 +708,7 @@ class SQLStore(MemoryStore):
         for rec in json.loads(row.sides):
             if rec["attempt"] != attempt + 1 or rec["due"] is None:
                 continue
-            found = rec["key"] or fire_key(row.id, ns_to_datetime(rec["base"], _UTC))
+            found = rec["key"] or fire_key_at(row.id, rec["base"])
             if found == key:
                 return int(rec["due"])
         return None
