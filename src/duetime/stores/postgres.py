@@ -360,6 +360,29 @@ def _redact_in(text: str, dsn: str) -> str:
     return redact_dsn(text)
 
 
+# How many jobs due together one worker takes in a row before another stretch (_spread).
+_STRETCH = 256
+
+
+def _spread(rows: list[JobRow]) -> list[JobRow]:
+    """``rows`` in the order this process takes jobs due at the same instant with the same
+    priority (between processes they have none): stretches of ``_STRETCH`` jobs in id order,
+    the stretches in an order of this process's own.
+
+    Workers then mostly claim in different stretches, each a batch at a time, and meet only
+    near the end. A shuffle of single jobs had every worker's batch draw from the whole set:
+    with four workers on 20 000 jobs, 3.2 claims were asked per fire run (lost to another
+    worker, or busy), and each loss made a worker read every change since its last look."""
+    rows.sort(key=_row_id)
+    stretches = [rows[i : i + _STRETCH] for i in range(0, len(rows), _STRETCH)]
+    random.shuffle(stretches)
+    return [row for stretch in stretches for row in stretch]
+
+
+def _row_id(row: JobRow) -> str:
+    return row.id
+
+
 class _Handle:
     """A connection as ``SQLStore`` uses it: ``execute`` and ``executemany`` that answer a
     cursor (psycopg has ``executemany`` on cursors only)."""
@@ -896,11 +919,7 @@ class PostgresStore(SQLStore):
         self._low = low[0][0]
         for row in found:
             self._mine[row.id] = row.rev
-        # Jobs due at the same instant with the same priority have no order between processes;
-        # each worker takes them in an order of its own, so that workers mostly claim
-        # different jobs instead of all racing for the same one (and skipping it, "busy").
-        random.shuffle(found)
-        return found
+        return _spread(found)
 
     def changed_rows(self) -> list[JobRow] | None:
         """Rows other processes have written since this one last looked (empty if none but
@@ -920,7 +939,7 @@ class PostgresStore(SQLStore):
             row = read_row(values[2:])
             mine[job_id] = row.rev
             changed.append(row)
-        random.shuffle(changed)  # (as in load_rows)
+        changed = _spread(changed)
         ahead: list[Any] = json.loads(queued) if queued else []
         if not changed and self.knows_queued(ahead):
             self._queued_ahead = None
