@@ -114,7 +114,10 @@ def duetime_throughput(n: int, procs: int) -> float:
             s.schedule("noop", now, id=f"j{i}")
     s.shutdown()
     script = WORKER.format(here=str(Path(__file__).parent))
-    waiting = "SELECT count(*) FROM (SELECT 1 FROM duetime.runs WHERE state = 'running' LIMIT 1) t"
+    waiting = (
+        "SELECT count(*) FROM (SELECT 1 FROM duetime.runs WHERE state = 'running' "
+        "ORDER BY lease_until LIMIT 1) t"
+    )
     done = "SELECT count(*) FROM duetime.runs WHERE state = 'succeeded'"
     return watched([[sys.executable, "-c", script, DSN]] * procs, waiting, done, n)
 
@@ -132,7 +135,9 @@ def bare_throughput(n: int, procs: int, batch: int) -> float:
             "SELECT 'j' || g, 'noop', '[]', 0, 'scheduled' FROM generate_series(1, %s) g",
             (n,),
         )
-    waiting = "SELECT count(*) FROM (SELECT 1 FROM bare WHERE state = 'scheduled' LIMIT 1) t"
+    waiting = (
+        "SELECT count(*) FROM (SELECT 1 FROM bare WHERE state = 'scheduled' ORDER BY due LIMIT 1) t"
+    )
     done = "SELECT count(*) FROM bare WHERE state = 'done'"
     argv = [sys.executable, "-c", BARE_WORKER, DSN, str(batch)]
     return watched([argv] * procs, waiting, done, n)
