@@ -1159,6 +1159,34 @@ def test_finished_runs_are_kept_for_the_retention(
         s.shutdown()
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_failed_run_whose_retry_was_dropped_is_purged_in_time(
+    kind: str, db: Path, clock: FakeClock, calls: Calls, request: pytest.FixtureRequest
+) -> None:
+    retention = timedelta(days=1)
+    store = (
+        SQLiteStore(db, retention=retention)
+        if kind == "sqlite"
+        else request.getfixturevalue("pg_store")(retention=retention)
+    )
+    s = Scheduler(clock, store=store)
+    try:
+        s.register("fail", calls.fail)
+        s.schedule("fail", 5, id="dropped", retry=FixedBackoff([3600]))
+        s.schedule("fail", 5, id="pending", retry=FixedBackoff([3 * 86_400]))
+        s.run_for(10)  # both fail; their retries are due in an hour and in three days
+        s.cancel("dropped")
+        (dropped,) = s.runs("dropped")
+        # No retry to come: the record is final (it used to stay "failed", unfinished, for good,
+        # and the purge never took it).
+        assert dropped.state == "failed" and dropped.finished is not None
+        s.run_for(2 * 86_400)  # (old records go at a poll, hourly)
+        # The pending retry's failed run is not final: kept, however old.
+        assert [(r.job_id, r.finished) for r in s.runs()] == [("pending", None)]
+    finally:
+        s.shutdown()
+
+
 def test_a_trigger_made_elsewhere_while_the_job_runs_is_kept(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

@@ -346,17 +346,17 @@ class SQLStore(MemoryStore):
         """Write whole rows (a new job, or any change), in one transaction. ``drop_retries``:
         the change dropped the jobs' pending retries on purpose (cancel, reschedule, replace):
         their failed runs' records stop keeping them (``_retry_at``), or a process would take
-        them in again."""
+        them in again, and are final from now (``finished``: the purge deletes them in time)."""
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
             if drop_retries:
                 db.executemany(
                     self._q(
-                        "UPDATE {p}runs SET lease_until = NULL WHERE job_id = ? "
+                        "UPDATE {p}runs SET lease_until = NULL, finished = ? WHERE job_id = ? "
                         "AND state = 'failed' AND lease_until IS NOT NULL"
                     ),
-                    [(row.id,) for row in rows],
+                    [(now, row.id) for row in rows],
                 )
             self._changed(db)
         self._wrote(rows, rev)
@@ -764,7 +764,7 @@ class SQLStore(MemoryStore):
             gone: int = db.execute(
                 self._q(
                     "DELETE FROM {p}runs WHERE finished < ? "
-                    "AND state IN ('succeeded', 'dead', 'lost')"
+                    "AND state IN ('succeeded', 'dead', 'lost', 'failed')"
                 ),
                 (cutoff,),
             ).rowcount
