@@ -1361,6 +1361,39 @@ def test_retry_failed_refuses_an_id_another_process_has_taken(
     assert [f.job.id for f in fresh.failed()] == ["d"]
 
 
+@pytest.mark.parametrize("change", ["pause", "resume", "reschedule", "replace"])
+def test_a_change_the_store_refuses_changes_nothing_in_memory(
+    open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", FixedRate(60), id="j", paused=change == "resume")
+    before = (s.get("j").state, s.get("j").next_run_time, s.get("j").trigger)  # type: ignore[union-attr]
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise StoreError("the store", "saving jobs failed (a test's refusal)")
+
+    act = {
+        "pause": lambda: s.pause("j"),
+        "resume": lambda: s.resume("j"),
+        "reschedule": lambda: s.reschedule("j", FixedRate(3600)),
+        "replace": lambda: s.schedule("record", FixedRate(3600), id="j", replace=True),
+    }[change]
+    with monkeypatch.context() as m:
+        # The server is gone: the job cannot be read back from it either.
+        m.setattr(type(s._store), "write", refuse)
+        m.setattr(type(s._store), "load_row", refuse)
+        with pytest.raises(StoreError, match="a test's refusal"):
+            act()
+        # (Looked at while the store is still away: a later poll would read the job back.)
+        job = s.get("j")
+        assert job is not None and (job.state, job.next_run_time, job.trigger) == before
+    fresh = open_scheduler().get("j")  # (and the store has it as before)
+    assert fresh is not None and (fresh.state, fresh.trigger) == (before[0], before[2])
+    if change != "resume":
+        s.run_for(61)  # still runs as before: not paused, not moved
+        assert len(calls.keys) == 1
+
+
 def test_a_retry_the_store_refuses_keeps_the_letter(
     open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch
 ) -> None:

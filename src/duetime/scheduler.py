@@ -739,13 +739,14 @@ class Scheduler:
                 job = existing  # the same handle gets the new parameters
             else:
                 job = new_job(self, func, trigger)
+            before = self._row(existing) if self._durable and existing is not None else None
             self._set_params(job, func, args, kwargs, name, priority, opts)
             if existing is not None:
                 if self._durable:
                     self._name_task(job, ref)
                 replaced = self._retarget(job, trigger, first, paused)
-                if self._durable:
-                    self._save(job, drop_retries=True)
+                if before is not None:
+                    self._save(job, before, drop_retries=True)
                 if replaced is None:
                     return job
                 event: Event = replaced
@@ -1268,9 +1269,10 @@ class Scheduler:
         trigger, first = self._when(when)
         with self._lock:
             job = self._lookup(job_or_id)
+            before = self._row(job) if self._durable else None
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
-            if self._durable:
-                self._save(job, drop_retries=True)
+            if before is not None:
+                self._save(job, before, drop_retries=True)
         if event is not None:
             self._emit([event])
         return job
@@ -1290,6 +1292,7 @@ class Scheduler:
                 if self._listeners
                 else None
             )
+            before = self._row(job) if self._durable else None
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
                 self._store.unqueue(_timebase(job._trigger), job)
@@ -1301,8 +1304,8 @@ class Scheduler:
                     self._store.unblock(side)
                     side.hold, side.due = _QUEUED, now
             job._state = JobState.PAUSED
-            if self._durable:
-                self._save(job)
+            if before is not None:
+                self._save(job, before)
         if event is not None:
             self._emit([event])
 
@@ -1320,6 +1323,7 @@ class Scheduler:
             job = self._lookup(job_or_id)
             if job._state is not JobState.PAUSED:
                 return
+            before = self._row(job) if self._durable else None
             job._state = JobState.SCHEDULED
             if job._due is not None:  # the next regular occurrence, jitter as drawn before
                 self._push_regular(job)
@@ -1327,8 +1331,8 @@ class Scheduler:
                 if side.hold == _QUEUED:
                     self._push_side(side)
             self._settle(job)
-            if self._durable:
-                self._save(job)
+            if before is not None:
+                self._save(job, before)
             event = (
                 JobResumed(job.id, self._now_dt(), self._job_next_run_time(job))
                 if self._listeners
@@ -2318,16 +2322,17 @@ class Scheduler:
         job._state = JobState.CANCELLED
         self._store.forget(job)
 
-    def _save(self, job: Job, drop_retries: bool = False) -> None:
-        """Write a job's row after a change (lock held). If the store fails, the job is read
-        back from it (nothing half-changed stays in memory) and the error raised.
-        ``drop_retries``: the change dropped the job's pending retries (SQLStore.write)."""
+    def _save(self, job: Job, before: JobRow, drop_retries: bool = False) -> None:
+        """Write a job's row after a change (lock held). If the store fails, the job is put
+        back as ``before`` (its row before the change: the store, which refused, may not be
+        there to read it back from) and the error raised. ``drop_retries``: the change
+        dropped the job's pending retries (SQLStore.write)."""
         try:
             self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
         except StoreError:
-            self._reload(job)
+            self._restore(job, before, self._clock.time_ns())
             raise
 
     def _save_quiet(self, job: Job) -> None:
