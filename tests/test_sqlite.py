@@ -1394,6 +1394,19 @@ def test_a_change_the_store_refuses_changes_nothing_in_memory(
         assert len(calls.keys) == 1
 
 
+@pytest.mark.parametrize("taken", ["retry_failed", "discard_failed"])
+def test_a_letter_taken_elsewhere_leaves_the_process_it_died_in(
+    open_scheduler: Opener, calls: Calls, taken: str
+) -> None:
+    a = open_scheduler()
+    a.schedule("fail", 5, id="d", retry=NoRetry())
+    a.run_for(10)  # dies here; a has not looked at its dead letters since
+    b = open_scheduler()
+    getattr(b, taken)("d")
+    # It used to stay in a's list: only letters a had read from the store could leave it.
+    assert a.failed() == [] and b.failed() == []
+
+
 def test_a_retry_the_store_refuses_keeps_the_letter(
     open_scheduler: Opener, calls: Calls, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2934,6 +2934,9 @@ class Scheduler:
                         )
                     except StoreError as exc:
                         logger.error("could not record dead letter %r: %s", job._id, exc)
+                    else:
+                        # In the store now: another process may take it (_sync_dead).
+                        self._dead_stored[job.id] = datetime_to_ns(dead.failed_at)
         if owed:
             # One line for the lot: a store down for a while fails every outcome of every poll.
             logger.error(
