@@ -128,7 +128,7 @@ from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike
 from duetime.stats import Stats, StatsRecorder
 from duetime.stores import codec
-from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
+from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore, redact_dsn
 from duetime.stores.records import DEFINITION, ENDED_STATES, RUN_STATES, JobRow, RunRecord
@@ -2744,6 +2744,7 @@ class Scheduler:
             self._park(job)
             return None
         popped = job._base if regular else None
+        catching_up = regular and job._x is not None and job._x.catchup
         occ = Scheduler._begin(self, key, tb, due, wall, mono)
         if occ is None:
             if skipped is None:
@@ -2758,12 +2759,17 @@ class Scheduler:
         if fire is None:
             fire = fire_key_at(job.id, occ[1])
         # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
-        # run of the job is going in another process (in this one, _begin skipped it already).
-        solo = (
+        # run of the job is going in another process (in this one, _begin skipped it already);
+        # one of a Misfire.RUN_ALL catch-up waits for that run to end instead ("busy"), as it
+        # would in this process, or the backlog lost the fires that met it.
+        solo = 0
+        if (
             regular
             and job.trigger.recurring
             and (job._opts.overlap or self._overlap) is Overlap.SKIP
-        )
+        ):
+            catching_up = catching_up or (job._x is not None and job._x.catchup)
+            solo = SOLO_WAIT if catching_up else SOLO_SKIP
         ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped, solo)
         return occ, ask
 

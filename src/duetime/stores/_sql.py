@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from duetime._validate import duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
 from duetime.job import fire_key_at
-from duetime.stores.base import ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
+from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
@@ -458,13 +458,14 @@ class SQLStore(MemoryStore):
         lease_ns: int,
         row: JobRow | None,
         guard: int | None,
-        solo: bool = False,
+        solo: int = 0,
     ) -> str:
         """Try to start fire ``key`` (attempt ``attempt``) here, and write ``row``.
 
         ``guard``: the regular due time being claimed; the row is written only if the store's
-        row is still due then. ``solo``: the fire is skipped (the row moved on, no run
-        recorded: "done") if another worker's run of the job is going (``Overlap.SKIP``).
+        row is still due then. ``solo`` (``SOLO_SKIP``): the fire is skipped (the row moved on,
+        no run recorded: "done") if another worker's run of the job is going (``Overlap.SKIP``);
+        (``SOLO_WAIT``): the claim is "busy" then (a catch-up waits for the run before).
 
         Returns ``"won"``, ``"lost"`` (another process moved the job on or holds the run;
         nothing was written), ``"busy"`` (another process is changing the job right now;
@@ -475,7 +476,9 @@ class SQLStore(MemoryStore):
         # guarded row update for a regular fire, the run's claim for a side occurrence.
         lost = False
         with self._tx("claiming a run") as db:
-            if self._busy(db, job_id):
+            if self._busy(db, job_id) or (
+                solo == SOLO_WAIT and self._running_elsewhere(db, job_id, now)
+            ):
                 return "busy"
             rev = self._rev(db)
             if row is not None and guard is not None:
@@ -489,7 +492,7 @@ class SQLStore(MemoryStore):
                     (attempt, self.worker, now + lease_ns, now, key, attempt - 1),
                 )
                 won = cur.rowcount == 1
-            elif solo and self._running_elsewhere(db, job_id, now):
+            elif solo == SOLO_SKIP and self._running_elsewhere(db, job_id, now):
                 won = False
             else:
                 won = (

@@ -30,10 +30,25 @@ from duetime.errors import StoreError
 from duetime.job import Job
 from duetime.stores.records import JobRow, RunRecord
 
-__all__ = ["ClaimAnswer", "ClaimAsk", "DurableStore", "JobStore", "SettleAsk"]
+__all__ = [
+    "SOLO_SKIP",
+    "SOLO_WAIT",
+    "ClaimAnswer",
+    "ClaimAsk",
+    "DurableStore",
+    "JobStore",
+    "SettleAsk",
+]
 
 # ``claim``'s arguments: (key, job id, due, attempt, now, lease ns, row, guard, solo).
-ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None, bool]
+ClaimAsk = tuple[str, str, int, int, int, int, JobRow | None, int | None, int]
+
+# A claim's ``solo``, for a regular fire of a recurring job while another worker's run of the
+# job is going: skip the fire (Overlap.SKIP; the claim answers "done"), or wait for that run
+# to end (Misfire.RUN_ALL catching up, one fire after the other; the claim answers "busy").
+# 0: neither.
+SOLO_SKIP = 1
+SOLO_WAIT = 2
 
 #: A fire ``queued_runs`` answers: ``(key, job id, due, attempt, retry due)``; the retry due is
 #: None for a fire enqueued by ``backfill`` or ``trigger``, and for a failed attempt whose retry

@@ -69,7 +69,7 @@ from duetime.stores._sql import (
     read_row,
     still_live,
 )
-from duetime.stores.base import ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
+from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.records import ENDED_STATES, JobRow
 
 if TYPE_CHECKING:
@@ -209,14 +209,14 @@ _CLAIM_MANY = (
             ("r_attempt", "integer"),
             ("r_lease", "bigint"),
             ("r_started", "bigint"),
-            ("solo", "boolean"),
+            ("solo", "integer"),
             *_PROGRESS_ROW,
         ),
     )
     + "), "
     "locked AS (SELECT l.id FROM v CROSS JOIN LATERAL (SELECT id FROM {p}jobs "
     "WHERE id = v.id AND next_base = v.guard AND state IN ('scheduled', 'running') "
-    "FOR UPDATE SKIP LOCKED) l), "
+    "/*wait*/ FOR UPDATE SKIP LOCKED) l), "
     "upd AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), "
     + _set_from("v")
     + " FROM v WHERE j.id = ANY(ARRAY(SELECT id FROM locked)) AND v.id = j.id "
@@ -233,15 +233,22 @@ _CLAIM_MANY = (
     "WHERE v.id NOT IN (SELECT id FROM upd)"
 )
 
-# The same, for a batch with a claim made "solo" (a recurring job's regular fire under
-# Overlap.SKIP): its run is not recorded (the fire is skipped: "done") while another worker's run
-# of the job is going. (A statement of its own: the condition costs the common batches, one-shot
-# jobs' fires, a sixth of their throughput even where it is never true.)
+# Another worker's run of job v.id is going (its lease not run out).
+_RUNNING_ELSEWHERE = (
+    "EXISTS (SELECT 1 FROM {p}runs o WHERE o.job_id = v.id "
+    "AND o.state = 'running' AND o.lease_until > v.r_started AND o.worker <> ?::text)"
+)
+
+# The same, for a batch with a claim made "solo" (a recurring job's regular fire) while another
+# worker's run of the job is going: under Overlap.SKIP (SOLO_SKIP) its run is not recorded (the
+# fire is skipped: "done"); a Misfire.RUN_ALL catch-up (SOLO_WAIT) does not lock the row
+# ("busy": tried again after the run before it). (A statement of its own: the conditions cost
+# the common batches, one-shot jobs' fires, a sixth of their throughput even where never true.)
 _CLAIM_MANY_SOLO = _CLAIM_MANY.replace(
+    "/*wait*/", f"AND NOT (v.solo = {SOLO_WAIT} AND {_RUNNING_ELSEWHERE}) "
+).replace(
     "/*solo*/",
-    "WHERE CASE WHEN v.solo THEN NOT EXISTS (SELECT 1 FROM {p}runs o WHERE o.job_id = v.id "
-    "AND o.state = 'running' AND o.lease_until > v.r_started AND o.worker <> ?::text) "
-    "ELSE true END",
+    f"WHERE CASE WHEN v.solo = {SOLO_SKIP} THEN NOT {_RUNNING_ELSEWHERE} ELSE true END",
 )
 
 # Outcomes in one statement, fenced by worker and attempt; each job's progress (given once) is
@@ -709,13 +716,15 @@ class PostgresStore(SQLStore):
     def _claim_params(
         self, batch: Sequence[tuple[int, ClaimAsk]], solo: bool = False
     ) -> tuple[Any, ...]:
+        # (The solo statement names this worker three times: the lock's wait, the run's
+        # worker, the skip.)
         claims = []
         for _, (key, job_id, due, attempt, now, lease_ns, row, guard, alone) in batch:
             assert row is not None
-            values = (guard, key, due, attempt, now + lease_ns, now, alone, job_id)
+            values = (guard, key, due, attempt, now + lease_ns, now, int(alone), job_id)
             claims.append(values + job_values(row, 0, now)[PROGRESS_AT:])
         if solo:
-            return (json.dumps(claims), self.worker, self.worker)
+            return (json.dumps(claims), self.worker, self.worker, self.worker)
         return (json.dumps(claims), self.worker)
 
     def _claimed(
