@@ -1405,7 +1405,7 @@ def test_a_change_the_store_refuses_changes_nothing_in_memory(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise StoreError("the store", "saving jobs failed (a test's refusal)")
 
-    act = {
+    act: Callable[[], Any] = {
         "pause": lambda: s.pause("j"),
         "resume": lambda: s.resume("j"),
         "reschedule": lambda: s.reschedule("j", FixedRate(3600)),
