@@ -1129,6 +1129,15 @@ def test_dead_letters_persist_and_can_be_retried_after_a_restart(
     assert not u.failed() and "bad" in u
 
 
+def _store_keeping(
+    kind: str, retention: timedelta, db: Path, request: pytest.FixtureRequest
+) -> Any:
+    """A store of ``kind`` that keeps finished runs for ``retention``."""
+    if kind == "sqlite":
+        return SQLiteStore(db, retention=retention)
+    return request.getfixturevalue("pg_store")(retention=retention)
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 @pytest.mark.parametrize("retention", [timedelta(days=7), timedelta.max])
 def test_finished_runs_are_kept_for_the_retention(
@@ -1139,12 +1148,7 @@ def test_finished_runs_are_kept_for_the_retention(
     calls: Calls,
     request: pytest.FixtureRequest,
 ) -> None:
-    store = (
-        SQLiteStore(db, retention=retention)
-        if kind == "sqlite"
-        else request.getfixturevalue("pg_store")(retention=retention)
-    )
-    s = Scheduler(clock, store=store)
+    s = Scheduler(clock, store=_store_keeping(kind, retention, db, request))
     try:
         s.register("record", calls.record)
         s.schedule("record", 5, id="j")
@@ -1164,12 +1168,7 @@ def test_a_failed_run_whose_retry_was_dropped_is_purged_in_time(
     kind: str, db: Path, clock: FakeClock, calls: Calls, request: pytest.FixtureRequest
 ) -> None:
     retention = timedelta(days=1)
-    store = (
-        SQLiteStore(db, retention=retention)
-        if kind == "sqlite"
-        else request.getfixturevalue("pg_store")(retention=retention)
-    )
-    s = Scheduler(clock, store=store)
+    s = Scheduler(clock, store=_store_keeping(kind, retention, db, request))
     try:
         s.register("fail", calls.fail)
         s.schedule("fail", 5, id="dropped", retry=FixedBackoff([3600]))

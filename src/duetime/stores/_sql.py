@@ -41,12 +41,24 @@ __all__ = ["SQLStore"]
 
 logger = logging.getLogger("duetime")
 
-# The fires enqueued and the retries pending (a failed run keeps its retry's due time in
-# lease_until), oldest first.
+# The runs that wait to be taken in: the fires enqueued and the retries pending (a failed run
+# keeps its retry's due time in lease_until).
+QUEUED_WHERE = "(state = 'queued' OR (state = 'failed' AND lease_until IS NOT NULL))"
+# Those runs, oldest first.
 _QUEUED = (
-    "SELECT key, job_id, due, attempt, lease_until FROM {p}runs "
-    "WHERE state = 'queued' OR (state = 'failed' AND lease_until IS NOT NULL) ORDER BY due"
+    "SELECT key, job_id, due, attempt, lease_until FROM {p}runs WHERE "
+    + QUEUED_WHERE
+    + " ORDER BY due"
 )
+
+
+def running_elsewhere(job_id: str, now: str) -> str:
+    """The condition that another worker's run of job ``job_id`` is going at ``now`` (its lease
+    not run out): SQL expressions; the worker's own name is the one parameter."""
+    return (
+        f"EXISTS (SELECT 1 FROM {{p}}runs o WHERE o.job_id = {job_id} "
+        f"AND o.state = 'running' AND o.lease_until > {now} AND o.worker <> ?)"
+    )
 
 
 def _queued_id(row: Sequence[Any]) -> str:
@@ -528,13 +540,9 @@ class SQLStore(MemoryStore):
     def _running_elsewhere(self, db: Any, job_id: str, now: int) -> bool:
         """Whether another worker's run of the job is going (its lease not run out)."""
         found = db.execute(
-            self._q(
-                "SELECT 1 FROM {p}runs WHERE job_id = ? AND state = 'running' "
-                "AND lease_until > ? AND worker <> ? LIMIT 1"
-            ),
-            (job_id, now, self.worker),
+            self._q("SELECT " + running_elsewhere("?", "?")), (job_id, now, self.worker)
         ).fetchone()
-        return found is not None
+        return bool(found[0])
 
     def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:
         """``claim``'s answer as ``claim_many`` gives it (no row read back)."""

@@ -48,6 +48,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -60,6 +61,7 @@ from duetime.stores._sql import (
     JOB_SET,
     PROGRESS,
     PROGRESS_AT,
+    QUEUED_WHERE,
     READ_COLUMNS,
     UPSERT_CONFLICT,
     SQLStore,
@@ -67,6 +69,7 @@ from duetime.stores._sql import (
     job_values,
     progress_set,
     read_row,
+    running_elsewhere,
     still_live,
 )
 from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
@@ -234,10 +237,7 @@ _CLAIM_MANY = (
 )
 
 # Another worker's run of job v.id is going (its lease not run out).
-_RUNNING_ELSEWHERE = (
-    "EXISTS (SELECT 1 FROM {p}runs o WHERE o.job_id = v.id "
-    "AND o.state = 'running' AND o.lease_until > v.r_started AND o.worker <> ?::text)"
-)
+_RUNNING_ELSEWHERE = running_elsewhere("v.id", "v.r_started")
 
 # The same, for a batch with a claim made "solo" (a recurring job's regular fire) while another
 # worker's run of the job is going: under Overlap.SKIP (SOLO_SKIP) its run is not recorded (the
@@ -307,8 +307,7 @@ _CHANGES = (
     + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
     "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due, attempt, lease_until) "
-    "ORDER BY due)::text AS queued FROM {p}runs WHERE state = 'queued' "
-    "OR (state = 'failed' AND lease_until IS NOT NULL)) q "
+    "ORDER BY due)::text AS queued FROM {p}runs WHERE " + QUEUED_WHERE + ") q "
     "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
 )
 
@@ -381,7 +380,7 @@ def _spread(rows: list[JobRow]) -> list[JobRow]:
     four workers on 20 000 jobs due at one instant lost 7 700-8 100 claims to each other (now
     3 900-6 100), and a batch that mostly lost made its worker read every change since its
     last look."""
-    rows.sort(key=_row_id)
+    rows.sort(key=attrgetter("id"))
     # (From a start of this process's own: a set of one stretch or less, tens of cron jobs on
     # the same minute, would otherwise be claimed by every worker from the same first job.)
     start = random.randrange(len(rows)) if rows else 0
@@ -389,10 +388,6 @@ def _spread(rows: list[JobRow]) -> list[JobRow]:
     stretches = [rows[i : i + _STRETCH] for i in range(0, len(rows), _STRETCH)]
     random.shuffle(stretches)
     return [row for stretch in stretches for row in stretch]
-
-
-def _row_id(row: JobRow) -> str:
-    return row.id
 
 
 class _Handle:
