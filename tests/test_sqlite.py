@@ -1129,6 +1129,23 @@ def test_dead_letters_persist_and_can_be_retried_after_a_restart(
     assert not u.failed() and "bad" in u
 
 
+def test_retry_failed_at_the_instant_of_the_death_runs_the_job_again(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    # The clock does not move: the new fire is due when the dead one was, so it has its key.
+    s = open_scheduler()
+    s.schedule("fail", After(0), id="bad", retry=None)
+    assert s.run_pending() == 1 and [f.job.id for f in s.failed()] == ["bad"]
+    s.retry_failed("bad")
+    assert s.run_pending() == 1
+    key = f"bad@{T0.isoformat()}"
+    assert calls.keys == [key, key]
+    (dead,) = s.failed()
+    assert dead.attempts == 1
+    ((rec_key, state, attempt),) = [(r.key, r.state, r.attempt) for r in s.runs("bad")]
+    assert (rec_key, state, attempt) == (key, "dead", 1)
+
+
 def _store_keeping(
     kind: str, retention: timedelta, db: Path, request: pytest.FixtureRequest
 ) -> Any:

@@ -2102,7 +2102,13 @@ class Scheduler:
                 # written yet, its outcome waiting, is not in the store: it goes on.)
                 if not store.delete_dead(id) and id in self._dead_stored:
                     raise JobLookupError(id)
-                store.insert_new([self._row(job)], self._clock.time_ns())
+                row = self._row(job)
+                if row.next_base is not None:
+                    # Asked for again at the instant it died, the fire has the dead one's key:
+                    # that record gives way (the user asked for the run), or the new fire would
+                    # be taken for one already done and complete without running.
+                    store.reopen_key(fire_key_at(id, row.next_base))
+                store.insert_new([row], self._clock.time_ns())
         except BaseException as exc:
             self._unqueue(job)
             store.forget(job)

@@ -880,6 +880,16 @@ class SQLStore(MemoryStore):
             gone: int = db.execute(self._q("DELETE FROM {p}dead WHERE id = ?"), (id,)).rowcount
         return gone > 0
 
+    def reopen_key(self, key: str) -> None:
+        """Forget the finished run recorded under fire key ``key``, so that the key can run
+        again: ``retry_failed`` at the very instant the job died (a fake clock that has not
+        moved) gives the new fire the dead one's key, and the store records each key once."""
+        with self._tx("reopening a fire key") as db:
+            db.execute(
+                self._q("DELETE FROM {p}runs WHERE key = ? AND state IN (?, ?, ?, ?)"),
+                (key, "succeeded", "failed", "dead", "lost"),
+            )
+
     @property
     def is_open(self) -> bool:
         """Whether the connection is open."""
