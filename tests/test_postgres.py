@@ -94,10 +94,13 @@ def _terminate_workers(admin: psycopg.Connection[Any]) -> None:
 def test_the_schema_is_created_on_first_use_under_any_name(
     pg_database: str, admin: psycopg.Connection[Any]
 ) -> None:
-    odd = 'Odd "name"; DROP TABLE x'
-    s = Scheduler(FakeClock(T0), store=PostgresStore(pg_database, schema=odd))
+    odd = """Odd "name"; it's DROP TABLE x"""
+    clock = FakeClock(T0)
+    s = Scheduler(clock, store=PostgresStore(pg_database, schema=odd))
     s.register("print", print)
     s.schedule("print", 60, id="one")
+    s.schedule("print", FixedRate(60), id="every")
+    assert s.run_for(60) == 2  # (claims and outcomes too: a quote in a string literal)
     s.shutdown()
     tables = admin.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
@@ -105,9 +108,20 @@ def test_the_schema_is_created_on_first_use_under_any_name(
         (odd,),
     ).fetchall()
     assert [t for (t,) in tables] == ["dead", "jobs", "meta", "runs", "workers"]
-    t = Scheduler(FakeClock(T0), store=f"{pg_database}?schema={odd}")
-    assert [j.id for j in t.jobs()] == ["one"]
+    t = Scheduler(clock, store=f"{pg_database}?schema={odd}")
+    assert [j.id for j in t.jobs()] == ["every"]
     t.shutdown()
+
+
+def test_text_postgresql_cannot_store_is_refused_as_bad_input(pg_store: StoreMaker) -> None:
+    s = Scheduler(FakeClock(T0), store=pg_store())
+    s.register("print", print)
+    with pytest.raises(InvalidArgument, match=r"^id must not contain NUL.*'a\\x00b'"):
+        s.schedule("print", 60, id="a\x00b")
+    with pytest.raises(InvalidArgument, match=r"^name must not contain NUL.*'x\\x00y'"):
+        s.schedule("print", 60, id="n", name="x\x00y")
+    assert len(s) == 0 and s.jobs() == []
+    s.shutdown()
 
 
 def test_a_newer_schema_is_refused(pg_store: StoreMaker, pg_schema: str, admin: Any) -> None:

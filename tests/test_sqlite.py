@@ -1146,6 +1146,42 @@ def test_retry_failed_at_the_instant_of_the_death_runs_the_job_again(
     assert (rec_key, state, attempt) == (key, "dead", 1)
 
 
+def test_discard_failed_after_shutdown_is_refused_and_the_letter_kept(
+    open_scheduler: Opener,
+) -> None:
+    s = open_scheduler()
+    s.schedule("fail", After(0), id="bad", retry=None)
+    s.run_pending()
+    s.shutdown()
+    with pytest.raises(StoreError, match="the store is closed"):
+        s.discard_failed("bad")
+    assert [f.job.id for f in s.failed()] == ["bad"]
+    assert [f.job.id for f in open_scheduler().failed()] == ["bad"]
+
+
+def test_triggers_at_one_instant_each_run_under_a_key_of_their_own(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    # The clock does not move: the second trigger() takes the next microsecond's key.
+    s = open_scheduler()
+    s.schedule("record", FixedRate(3600), id="t")
+    s.trigger("t")
+    s.trigger("t")  # (no runner: each runs at once, here)
+    s.pause("t")
+    s.trigger("t")
+    s.trigger("t")  # (paused: each is queued, and runs after the resume)
+    s.resume("t")
+    assert s.run_pending() == 2
+    base = "t@trigger-2026-03-02T08:00:00"
+    assert calls.keys == [
+        f"{base}+00:00",
+        f"{base}.000001+00:00",
+        f"{base}.000002+00:00",
+        f"{base}.000003+00:00",
+    ]
+    assert s.get("t").runs == 4  # type: ignore[union-attr]
+
+
 def _store_keeping(
     kind: str, retention: timedelta, db: Path, request: pytest.FixtureRequest
 ) -> Any:
@@ -1731,6 +1767,20 @@ def test_a_cancel_or_trigger_the_locked_file_refuses_changes_nothing(
     s.trigger("t")
     assert calls.keys[1] == "t@trigger-2026-03-02T08:01:00+00:00"
     assert s.cancel("t") and "t" not in s
+
+
+@pytest.mark.sqlite_only
+def test_a_trigger_the_locked_file_refuses_leaves_the_schedule_alone(
+    open_scheduler: Opener, db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    s = open_scheduler(store=SQLiteStore(db, busy_timeout=0.05))
+    job = s.schedule("record", FixedRate(10), id="t")
+    clock.advance(9)
+    with locked(db), pytest.raises(StoreError, match="locked"):
+        s.trigger("t")
+    # (The failed claim used to hold the job's next fire back, as the runner's claims are.)
+    assert job.next_run_time == T0 + timedelta(seconds=10)
+    assert s.run_for(1) == 1 and calls.keys == ["t@2026-03-02T08:00:10+00:00"]
 
 
 @pytest.mark.sqlite_only

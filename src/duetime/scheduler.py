@@ -694,6 +694,13 @@ class Scheduler:
             ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
             if task_name is not None:
                 ref = task_name  # (the name asked for, if the function has several)
+            if not self._store.keeps_nul:  # type: ignore[attr-defined]
+                for param, text in (("id", id), ("name", name), ("task", ref)):
+                    if text is not None and "\x00" in text:
+                        raise InvalidArgument(
+                            f"{param} must not contain NUL characters (PostgreSQL cannot "
+                            f"store them in text), got {text!r}"
+                        )
         if id is not None:
             if not isinstance(id, str):
                 raise TypeError(f"id must be a str or None, got {id!r}")
@@ -1357,7 +1364,8 @@ class Scheduler:
             job = self._lookup(job_or_id)
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            side = _Side(job, wall, WALL, 1, key=self._trigger_key(job, wall))
+            key = self._free_trigger_key(job, wall) if self._durable else None
+            side = _Side(job, wall, WALL, 1, key=key or self._trigger_key(job, wall))
             if (
                 self._runner is not None
                 or job._state is JobState.PAUSED
@@ -1387,7 +1395,7 @@ class Scheduler:
         job's row this instant, the fire is enqueued as a queued run (this process's next
         turn, or any worker, runs it); if the store failed, its ``StoreError`` is raised and
         nothing is left behind. Lock held."""
-        won, answer = self._claim_one(side, MONOTONIC, mono, wall, mono, quiet=True)
+        won, answer = self._claim_one(side, MONOTONIC, mono, wall, mono, quiet=True, hold=False)
         if won is not None or answer is None or (type(answer) is tuple and answer[0] != "busy"):
             return won
         job = side.job
@@ -1411,6 +1419,22 @@ class Scheduler:
     def _trigger_key(self, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
         return f"{job.id}@trigger-{ns_to_datetime(wall, timezone.utc).isoformat()}"
+
+    def _free_trigger_key(self, job: Job, wall: int) -> str:
+        """The fire key of a ``trigger()`` run made at ``wall`` on a durable store (lock held):
+        the instant's, or if a run of that key is recorded already (a second ``trigger()``
+        within a microsecond, as on a fake clock that has not moved), the first later
+        microsecond's that is free. The store records each key once, and each call asks for
+        a run of its own (in memory, too, both run)."""
+        store: Any = self._store
+        step = 0
+        while True:
+            keys = [self._trigger_key(job, wall + (step + i) * 1000) for i in range(8)]
+            taken = store.recorded_keys(keys)
+            for key in keys:
+                if key not in taken:
+                    return key
+            step += 8
 
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
@@ -2615,10 +2639,17 @@ class Scheduler:
         return self._claim_one(key, tb, due, wall, mono)[0]
 
     def _claim_one(
-        self, key: Any, tb: int, due: int, wall: int, mono: int, quiet: bool = False
+        self,
+        key: Any,
+        tb: int,
+        due: int,
+        wall: int,
+        mono: int,
+        quiet: bool = False,
+        hold: bool = True,
     ) -> tuple[Occ | None, ClaimAnswer | None]:
         """Decide one popped entry and claim it alone: the occurrence to run (None if not),
-        and the store's answer (None if nothing was asked of it)."""
+        and the store's answer (None if nothing was asked of it). ``hold``: see ``_claimed``."""
         prepared = self._prepare_claim(key, tb, due, wall, mono)
         if prepared is None:
             return None, None
@@ -2626,7 +2657,7 @@ class Scheduler:
         if ask is None:
             return occ, None
         (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
-        return self._claimed(key, occ, ask, answer, quiet), answer
+        return self._claimed(key, occ, ask, answer, quiet, hold), answer
 
     def _begin_due(self, wall: int, mono: int, most: int | None = None) -> list[Occ] | None:
         """The thread runner's ``pop_due`` and ``begin`` with a durable store: take what is
@@ -2780,11 +2811,20 @@ class Scheduler:
         return occ, ask
 
     def _claimed(
-        self, key: Any, occ: Occ, ask: ClaimAsk, answer: ClaimAnswer, quiet: bool = False
+        self,
+        key: Any,
+        occ: Occ,
+        ask: ClaimAsk,
+        answer: ClaimAnswer,
+        quiet: bool = False,
+        hold: bool = True,
     ) -> Occ | None:
         """The second half of ``_begin_durable``: act on the store's answer to a claim (and
         the job's row, if the store read it back). Returns the occurrence to run if this
-        process won it. ``quiet``: the caller logs a failure (of many claims at once)."""
+        process won it. ``quiet``: the caller logs a failure (of many claims at once).
+        ``hold``: a claim that failed or met a busy row holds the job's fires back for a
+        while (the runner's claims); not for ``trigger()``, whose caller is told, and whose
+        failure must leave the job's schedule as it was."""
         job = occ[0]
         fire = ask[0]
         wall = ask[4]
@@ -2815,13 +2855,14 @@ class Scheduler:
             # reaches this one soon (and replaces the retry), or it rolled back.
             pause = _STORE_BACKOFF if outcome == "failed" else _BUSY_BACKOFF
             self._reload(job, row, quiet)
-            if job._due is not None and job._qkey is not None:
-                job._due = max(job._due, wall + pause)
-                self._push_regular(job)
-            for side in job._sides or ():
-                if side.due is not None and side._qkey is not None:
-                    side.due = max(side.due, wall + pause)
-                    self._push_side(side)
+            if hold:
+                if job._due is not None and job._qkey is not None:
+                    job._due = max(job._due, wall + pause)
+                    self._push_regular(job)
+                for side in job._sides or ():
+                    if side.due is not None and side._qkey is not None:
+                        side.due = max(side.due, wall + pause)
+                        self._push_side(side)
         elif outcome == "lost":
             self._reload(job, row)
             if type(key) is not Job:

@@ -286,6 +286,9 @@ class SQLStore(MemoryStore):
     # SQL for "the worker column equals this parameter, NULL included".
     _SAME_WORKER = "worker IS ?"
 
+    # Whether text columns can hold NUL characters (PostgreSQL's cannot).
+    keeps_nul = True
+
     def __init__(self, prefix: str, retention: float | int | timedelta) -> None:
         super().__init__()
         self.retention_ns = duration_ns("retention", retention)
@@ -313,7 +316,9 @@ class SQLStore(MemoryStore):
         """A statement of this module, in this store's dialect and tables (cached)."""
         sql = self._sql.get(template)
         if sql is None:
-            sql = self._sql[template] = self._dialect(template.replace("{p}", self._prefix))
+            # (Inside a string literal, nextval('{p}rev'), a quote in the name is doubled.)
+            literal = template.replace("'{p}", "'" + self._prefix.replace("'", "''"))
+            sql = self._sql[template] = self._dialect(literal.replace("{p}", self._prefix))
         return sql
 
     def _tx(self, what: str) -> contextlib.AbstractContextManager[Any]:
@@ -744,6 +749,14 @@ class SQLStore(MemoryStore):
         self._known_queued.update(new)
         return new
 
+    def recorded_keys(self, keys: Sequence[str]) -> set[str]:
+        """``DurableStore.recorded_keys``."""
+        marks = ", ".join("?" * len(keys))
+        rows = self._read(
+            "reading runs", self._q(f"SELECT key FROM {{p}}runs WHERE key IN ({marks})"), keys
+        )
+        return {row[0] for row in rows}
+
     def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
         """Run records, newest due first."""
         where = []
@@ -868,11 +881,12 @@ class SQLStore(MemoryStore):
         ]
 
     def take_dead(self, id: str) -> Any | None:
-        """Remove and return a dead letter (from memory and the store), or None."""
-        found = super().take_dead(id)
-        if self.is_open:
+        """Remove and return a dead letter (from the store, then memory), or None. A store
+        that is closed or fails raises ``StoreError`` and keeps the letter, in memory too (one
+        not opened yet keeps letters in memory only)."""
+        if self.worker:  # (opened: a closed one refuses)
             self.delete_dead(id)
-        return found
+        return super().take_dead(id)
 
     def delete_dead(self, id: str) -> bool:
         """Remove a dead letter from the store only; whether it was there."""

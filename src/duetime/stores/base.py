@@ -318,3 +318,11 @@ class DurableStore(JobStore, Protocol):
     def load_dead(self) -> list[tuple[str, str, str, str, int, int, int]]:
         """Every dead letter."""
         ...
+
+    def recorded_keys(self, keys: Sequence[str]) -> set[str]:
+        """Those of fire keys ``keys`` that have a run recorded (queued, going or finished)."""
+        ...
+
+    def reopen_key(self, key: str) -> None:
+        """Forget the finished run recorded under ``key``, so that the key can run again."""
+        ...

@@ -453,6 +453,8 @@ class PostgresStore(SQLStore):
 
     _SAME_WORKER = "worker IS NOT DISTINCT FROM ?"
 
+    keeps_nul = False
+
     def __init__(
         self,
         dsn: str,
