@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures as cf
 import threading
 import typing
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from duetime import (
     FakeClock,
     FixedRate,
     JobState,
+    JobSucceeded,
     Scheduler,
     SchedulerShutdownError,
     SQLiteStore,
@@ -64,6 +66,49 @@ def test_plain_functions_run_in_the_default_executor() -> None:
 
     asyncio.run(main())
     assert len(threads) == 1 and threads[0] != threading.main_thread().name
+
+
+def test_plain_functions_run_in_their_executor_inline_named_or_process_pool() -> None:
+    clock = FakeClock()
+    threads: dict[str, str] = {}
+    results: list[Any] = []
+
+    def where(label: str) -> None:
+        threads[label] = threading.current_thread().name
+
+    async def main() -> None:
+        loop_thread = threading.current_thread().name
+        with (
+            cf.ThreadPoolExecutor(1, thread_name_prefix="reports") as reports,
+            cf.ProcessPoolExecutor(1) as pool,
+        ):
+            async with AsyncScheduler(
+                clock=clock, executor="inline", executors={"reports": reports, "cpu": pool}
+            ) as s:
+                s.subscribe(lambda e: results.append(e.result), JobSucceeded)  # type: ignore[attr-defined]
+                s.schedule(where, 0, args=("inline",))
+                s.schedule(where, 0, args=("reports",), executor="reports")
+                s.schedule(_square, 0, args=(7,), executor="cpu")
+                s.schedule(_boom, 0, executor="cpu", id="boom")
+                for _ in range(1000):  # (a process pool's result comes in real time: 10 s)
+                    await s.idle()
+                    if len(results) == 3 and s.failed():
+                        break
+                    await asyncio.sleep(0.01)
+        assert threads["inline"] == loop_thread
+        assert threads["reports"].startswith("reports")
+        assert sorted(results, key=repr) == [49, None, None]
+        assert [repr(f.error) for f in s.failed()] == ["ValueError('no')"]
+
+    asyncio.run(main())
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _boom() -> None:
+    raise ValueError("no")
 
 
 def test_schedule_from_another_thread_wakes_the_loop() -> None:

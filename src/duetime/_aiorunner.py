@@ -1,16 +1,19 @@
 """The asyncio runner: the scheduler's runner as a task on the running loop, not a thread.
 
-Coroutine jobs run as tasks on the loop, plain functions in the loop's default executor. It sleeps
-on an ``asyncio.Event`` that is set, through ``loop.call_soon_threadsafe``, when an insert from any
-thread becomes the new head, when a run finishes, or (with a ``FakeClock``) when fake time moves.
+Coroutine jobs run as tasks on the loop, plain functions in their executor (by default the loop's
+default executor; ``"inline"``: on the loop). It sleeps on an ``asyncio.Event`` that is set,
+through ``loop.call_soon_threadsafe``, when an insert from any thread becomes the new head, when a
+run finishes, or (with a ``FakeClock``) when fake time moves.
 It runs the same life cycle as manual stepping and the thread runner, through the engine's
 interface (``duetime._engine.Engine``); ``duetime.aio`` builds ``AsyncScheduler`` on it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import inspect
+import logging
 from typing import TYPE_CHECKING, Any
 
 from duetime._engine import Engine
@@ -19,6 +22,8 @@ from duetime.clock import FakeClock, WallAxis
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, Occ, _current
 from duetime.runner import HeadWatcher
+
+logger = logging.getLogger("duetime")
 
 if TYPE_CHECKING:
     import asyncio
@@ -131,17 +136,61 @@ class AsyncRunner(HeadWatcher):
             s.emit([SchedulerStopped(s.now())])
 
     def _dispatch(self, occ: Occ) -> None:
+        """Start one occurrence: a coroutine as a task on the loop; a plain function in its
+        executor, as the thread runner would (the job's named one, else the scheduler's
+        ``executor=``), where ``None`` is the loop's default executor and ``"inline"`` runs it
+        here, on the loop."""
         job = occ[0]
         fut: asyncio.Future[Any]
         if _is_coroutine_function(job.func):
             fut = self._loop.create_task(self._run_coroutine(occ))
         else:
-            fut = self._run_in_executor(occ)
+            s = self._s
+            name = job._opts.executor
+            executor: Any = s.executors[name] if name is not None else s.executor
+            if executor == "inline":
+                s.execute(occ)
+                self._changed.set()
+                return
+            try:
+                if isinstance(executor, cf.ProcessPoolExecutor):
+                    fut = self._run_in_process(occ, executor)
+                else:
+                    fut = self._run_in_executor(occ, executor)
+            except Exception as exc:  # a rejecting executor (shut down, saturated, ...)
+                logger.error("executor %r rejected job %r: %s", executor, job.id, exc)
+                s.finish(occ, None, exc)
+                self._changed.set()
+                return
         self._tasks.add(fut)
         fut.add_done_callback(self._task_done)
 
-    def _run_in_executor(self, occ: Occ) -> asyncio.Future[Any]:
-        """Run a plain function in the loop's default executor.
+    def _run_in_process(self, occ: Occ, executor: cf.Executor) -> asyncio.Future[Any]:
+        """Run a plain function in a process pool: another process cannot run the scheduler's
+        bookkeeping, so the bare function goes, and its outcome is recorded here."""
+        import asyncio
+
+        s = self._s
+        job = occ[0]
+        s.emit_started(occ)
+        fut = asyncio.wrap_future(
+            executor.submit(job.func, *job.args, **(job.kwargs or {})), loop=self._loop
+        )
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            if fut.cancelled():
+                s.abandon(occ, give_back=True)
+                return
+            error = fut.exception()
+            if error is not None and not isinstance(error, Exception):
+                error = RuntimeError(f"job raised {error!r} in a worker process")
+            s.finish(occ, None if error else fut.result(), error)
+
+        fut.add_done_callback(done)
+        return fut
+
+    def _run_in_executor(self, occ: Occ, executor: cf.Executor | None) -> asyncio.Future[Any]:
+        """Run a plain function in ``executor`` (None: the loop's default executor).
 
         If the future is cancelled (``aclose(cancel_running=True)``) before a worker starts the
         job, nothing will record its outcome, so the run is abandoned here. Whether it started
@@ -166,7 +215,7 @@ class AsyncRunner(HeadWatcher):
                 state["abandoned"] = True
             s.abandon(occ, give_back=True)
 
-        fut = self._loop.run_in_executor(None, run)
+        fut = self._loop.run_in_executor(executor, run)
         fut.add_done_callback(done)
         return fut
 

@@ -1,7 +1,7 @@
 """asyncio integration: the runner as a task on the loop instead of a thread.
 
 ``AsyncScheduler`` is a ``Scheduler`` whose runner is a coroutine: coroutine jobs run as tasks on
-the running loop, plain functions in the loop's default executor. It sleeps on an
+the running loop, plain functions in their executor (by default the loop's). It sleeps on an
 ``asyncio.Event`` that is set, through ``loop.call_soon_threadsafe``, when an insert from any thread
 becomes the new head, when a run finishes, or (with a ``FakeClock``) when fake time moves. So async
 code can be tested without real sleeping, exactly like threaded code::
