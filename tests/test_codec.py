@@ -93,6 +93,7 @@ def test_arguments_round_trip_with_datetimes_decimals_and_uuids() -> None:
         ((), {"when": float("nan")}, r"kwargs\['when'\] cannot be stored: nan is not finite"),
         (({1: "a"},), None, r"args\[0\] cannot be stored: dict key 1 is not a str"),
         ((b"raw",), None, r"args\[0\] cannot be stored: b'raw' \(bytes\) is not JSON"),
+        (([1, 10**5000],), None, r"args\[0\]\[1\] cannot be stored: Exceeds the limit"),
     ],
 )
 def test_arguments_json_cannot_carry_are_refused_naming_them(

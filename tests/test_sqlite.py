@@ -1032,6 +1032,18 @@ def test_backfill_refuses_what_it_cannot_do(open_scheduler: Opener) -> None:
 # -- what cannot be stored --------------------------------------------------------------------------
 
 
+def test_a_store_that_failed_to_open_can_be_opened_by_the_next_scheduler(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "sub" / "jobs.db")
+    with pytest.raises(StoreError, match="does not exist"):
+        Scheduler(FakeClock(T0), store=store)
+    (tmp_path / "sub").mkdir()
+    s = Scheduler(FakeClock(T0), store=store)
+    s.register("print", print)
+    s.schedule("print", 10, id="x")
+    assert [j.id for j in s.jobs()] == ["x"]
+    s.shutdown()
+
+
 @pytest.mark.sqlite_only
 def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
     open_scheduler: Opener, db: Path
@@ -1043,6 +1055,10 @@ def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
         s.schedule("record", 10, args=[object()], id="obj")
     with pytest.raises(InvalidArgument, match="limiter cannot be stored"):
         s.schedule("record", 10, id="lim", limiter=TokenBucket(1, 1))
+    with pytest.raises(InvalidArgument, match=r"^id cannot be stored: it is not UTF-8.*'\\ud800'"):
+        s.schedule("record", 10, id="\ud800")
+    with pytest.raises(InvalidArgument, match=r"^name cannot be stored: it is not UTF-8"):
+        s.schedule("record", 10, id="sur", name="a\udfffb")
     assert len(s) == 0
     with contextlib.closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT count(*) FROM duetime_jobs").fetchone() == (0,)

@@ -201,6 +201,16 @@ def test_a_scheduler_runs_on_a_given_store(store: Any) -> None:
     s.shutdown()  # (closes a durable store's connection)
 
 
+def test_a_scheduler_that_failed_to_build_leaves_its_store_free(store: Any) -> None:
+    with pytest.raises(TypeError, match="executor must be"):
+        Scheduler(clock=FakeClock(), store=store, executor="threads")
+    s = Scheduler(clock=FakeClock(), store=store)  # (it was "in use" by the failed one)
+    s.register("print", print)
+    s.schedule("print", 5, id="x")
+    assert store.count() == 1
+    s.shutdown()
+
+
 def test_a_store_belongs_to_one_scheduler(store: Any) -> None:
     first = Scheduler(clock=FakeClock(), store=store)
     with pytest.raises(InvalidArgument, match="store must not be in use: a store belongs to one"):

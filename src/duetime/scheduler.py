@@ -443,7 +443,6 @@ class Scheduler:
         # Jobs, their queued occurrences, dead letters and starts waiting for a slot: every
         # change to them goes through the store (see duetime.stores).
         self._store = store
-        store.owner = self
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
         # Task names (register, @task) -> functions.
         self._tasks: dict[str, Callable[..., Any]] = {}
@@ -475,8 +474,16 @@ class Scheduler:
                     f"got {ex!r}"
                 )
         self._executors_spec = dict(executors or {})
+        # (Taken only now: a constructor that fails leaves the store free for the next try.)
+        store.owner = self
         if self._durable:
-            self._open_durable(store)
+            try:
+                self._open_durable(store)
+            except BaseException:
+                store.owner = None
+                if store.is_open:  # type: ignore[attr-defined]
+                    store.close()  # type: ignore[attr-defined]
+                raise
         # What the runners may use (the package-internal interface; see duetime._engine).
         self._engine = Engine(
             lock=self._lock,
@@ -694,13 +701,22 @@ class Scheduler:
             ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
             if task_name is not None:
                 ref = task_name  # (the name asked for, if the function has several)
-            if not self._store.keeps_nul:  # type: ignore[attr-defined]
-                for param, text in (("id", id), ("name", name), ("task", ref)):
-                    if text is not None and "\x00" in text:
-                        raise InvalidArgument(
-                            f"{param} must not contain NUL characters (PostgreSQL cannot "
-                            f"store them in text), got {text!r}"
-                        )
+            nul = not self._store.keeps_nul  # type: ignore[attr-defined]
+            for param, text in (("id", id), ("name", name), ("task", ref)):
+                if text is None:
+                    continue
+                if nul and "\x00" in text:
+                    raise InvalidArgument(
+                        f"{param} must not contain NUL characters (PostgreSQL cannot store "
+                        f"them in text), got {text!r}"
+                    )
+                try:
+                    text.encode()
+                except UnicodeEncodeError:
+                    raise InvalidArgument(
+                        f"{param} cannot be stored: it is not UTF-8 text (a lone surrogate), "
+                        f"got {text!r}"
+                    ) from None
         if id is not None:
             if not isinstance(id, str):
                 raise TypeError(f"id must be a str or None, got {id!r}")

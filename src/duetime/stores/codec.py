@@ -56,6 +56,12 @@ def _encode(value: Any, where: str) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
+        if value.bit_length() > 10_000:
+            # (Python refuses to write or read integers of more than 4 300 digits as text.)
+            try:
+                str(value)
+            except ValueError as exc:
+                raise InvalidArgument(f"{where} cannot be stored: {exc}") from None
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
