@@ -47,6 +47,7 @@ from duetime import (
     Job,
     JobLookupError,
     JobLost,
+    JobMissed,
     JobState,
     Misfire,
     NoRetry,
@@ -1320,8 +1321,8 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     }
 
 
-@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.ALLOW])
-def test_skip_holds_across_processes(
+@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.QUEUE, Overlap.ALLOW])
+def test_skip_and_queue_hold_across_processes(
     open_scheduler: Opener, clock: FakeClock, overlap: Overlap
 ) -> None:
     one = open_scheduler(lease=300)  # (longer than the run: it is not taken for lost)
@@ -1349,9 +1350,65 @@ def test_skip_holds_across_processes(
     if overlap is Overlap.SKIP:
         # The 08:02 fire met the 08:01 run going in the other process: skipped, as in one.
         assert during == [0] and sorted(ran) == [fires[0], fires[2]]
+    elif overlap is Overlap.QUEUE:
+        # It waited for that run to end instead (tried again a quarter of a second later, as
+        # a busy claim is), and ran once it had; the 08:03 fire, due meanwhile, coalesced
+        # into it, as in one process.
+        assert during == [0] and sorted(ran) == fires[:2]
+        assert two.get("s").next_run_time == T0 + timedelta(minutes=4)  # type: ignore[union-attr]
     else:
         assert during == [1] and sorted(ran) == fires
     assert sorted(r.key for r in one.runs("s")) == sorted(ran)
+
+
+def test_a_trigger_held_back_in_one_process_waits_in_the_others_too(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    one = open_scheduler(lease=300)
+    two = open_scheduler(lease=300)
+    ran: list[str] = []
+    during: list[int] = []
+
+    def slow() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.key)
+        if len(ran) == 1:
+            # Held back here until this run ends, and written to the job's row, where the
+            # other process finds it: it used to run it there at once, beside this run.
+            one.trigger("s")
+            during.append(two.run_pending())
+
+    one.register("slow", slow)
+    two.register("slow", slow)
+    one.schedule("slow", FixedRate(60), id="s")
+    two.get("s")
+    clock.advance(60)
+    assert one.run_pending() == 2 and during == [0]
+    assert ran == ["s@2026-03-02T08:01:00+00:00", "s@trigger-2026-03-02T08:01:00+00:00"]
+    assert two.run_pending() == 0
+
+
+@pytest.mark.parametrize("misfire", [Misfire.SKIP, Misfire.RUN_ONCE])
+def test_a_misfire_after_downtime_is_reported_by_one_process(
+    open_scheduler: Opener, clock: FakeClock, misfire: Misfire
+) -> None:
+    open_scheduler().schedule("record", FixedRate(60), id="t", misfire=misfire)
+    clock.advance(10 * 60 + 30)  # down: the 08:01 to 08:10 fires are missed
+    missed: list[tuple[str, int]] = []
+    ran: list[int] = []
+    for name in ("one", "two"):
+
+        def note(event: Any, name: str = name) -> None:
+            missed.append((name, event.missed))
+
+        s = open_scheduler()
+        s.subscribe(note, JobMissed)
+        ran.append(s.run_pending())
+    # RUN_ONCE runs the last one (08:10) and reports the nine before it; SKIP runs none.
+    count = 10 if misfire is Misfire.SKIP else 9
+    assert missed == [("one", count)]
+    assert ran == ([0, 0] if misfire is Misfire.SKIP else [1, 0])
 
 
 def test_a_run_all_backlog_two_processes_catch_up_runs_every_fire_once(

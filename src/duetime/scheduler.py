@@ -1735,6 +1735,16 @@ class Scheduler:
     def _missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
     ) -> None:
+        if self._durable:
+            # Every started process pops the same missed fires: the one whose claim (or skip)
+            # moves the job on reports them (_claimed, _save_quiet), the others do not.
+            self._missed_held[id(job)] = (job._base, (job, base, tb, count, exact, policy))
+            return
+        self._report_missed(job, base, tb, count, exact, policy)
+
+    def _report_missed(
+        self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
+    ) -> None:
         self._stats.missed += count
         logger.warning(
             "job %r missed %s%d occurrence(s) (misfire policy %s)",
@@ -2231,6 +2241,9 @@ class Scheduler:
         self._full_since: float | None = None
         self._owed: list[_Outcome] = []
         self._next_purge = 0
+        # Misfires this process computed and reports only if it moves the job on (_missed):
+        # id(job) -> (the guard of the pop, _report_missed's arguments).
+        self._missed_held: dict[int, tuple[int | None, tuple[Any, ...]]] = {}
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
         self._begin = self._begin_durable  # type: ignore[method-assign]
@@ -2386,13 +2399,21 @@ class Scheduler:
         skipped, or run elsewhere): only its progress, and not over a cancel, pause or resume
         made meanwhile elsewhere (as an outcome). A failure is logged, not raised, and the
         job read back."""
+        held = self._missed_held.pop(id(job), None)
         try:
-            self._store.write_progress(  # type: ignore[attr-defined]
-                [self._row(job)], self._clock.time_ns()
+            written = self._store.write_progress(  # type: ignore[attr-defined]
+                [self._row(job)],
+                self._clock.time_ns(),
+                None if held is None else [held[0]],
             )
         except StoreError as exc:
             logger.error("could not record job %r: %s", job._id, exc)
             self._reload(job, quiet=True)
+            return
+        # (Skipped misfires are this process's to report if its write moved the job on from
+        # the fire it popped: another process that skipped them too wrote first otherwise.)
+        if held is not None and written[0]:
+            self._report_missed(*held[1])
 
     def _reload(self, job: Job, row: JobRow | None = None, quiet: bool = False) -> None:
         """Read a job back from the store (unless its ``row`` was read already), dropping what
@@ -2799,6 +2820,9 @@ class Scheduler:
         popped = job._base if regular else None
         catching_up = regular and job._x is not None and job._x.catchup
         occ = Scheduler._begin(self, key, tb, due, wall, mono)
+        held = self._missed_held.get(id(job))
+        if held is not None:
+            self._missed_held[id(job)] = (popped, held[1])
         if occ is None:
             if skipped is None:
                 self._save_quiet(job)
@@ -2814,15 +2838,21 @@ class Scheduler:
         # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
         # run of the job is going in another process (in this one, _begin skipped it already);
         # one of a Misfire.RUN_ALL catch-up waits for that run to end instead ("busy"), as it
-        # would in this process, or the backlog lost the fires that met it.
+        # would in this process, or the backlog lost the fires that met it. Every other fire
+        # but a one-shot job's own waits so (unless Overlap.ALLOW), as it is held in this
+        # process: a recurring job's under Overlap.QUEUE, retries, trigger() runs and the runs
+        # another process held back (they reach the others in the job's row).
         solo = 0
-        if (
-            regular
-            and job.trigger.recurring
-            and (job._opts.overlap or self._overlap) is Overlap.SKIP
-        ):
-            catching_up = catching_up or (job._x is not None and job._x.catchup)
-            solo = SOLO_WAIT if catching_up else SOLO_SKIP
+        overlap = job._opts.overlap or self._overlap
+        if overlap is not Overlap.ALLOW:
+            if not regular:
+                solo = SOLO_WAIT
+            elif job.trigger.recurring:
+                if overlap is Overlap.SKIP:
+                    catching_up = catching_up or (job._x is not None and job._x.catchup)
+                    solo = SOLO_WAIT if catching_up else SOLO_SKIP
+                else:
+                    solo = SOLO_WAIT
         ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped, solo)
         return occ, ask
 
@@ -2856,7 +2886,10 @@ class Scheduler:
             outcome = "failed"
         else:
             outcome, row = answer
+        held = self._missed_held.pop(id(job), None)
         if outcome == "won":
+            if held is not None:
+                self._report_missed(*held[1])
             return (*occ[:6], fire)
         job._running -= 1
         self._running_total -= 1

@@ -183,6 +183,11 @@ _UPSERT_PROGRESS = (
     + " RETURNING state, trigger, next_base"
 )
 
+# The same, only over a row whose next regular fire is still the guard (the last parameter).
+_UPSERT_PROGRESS_GUARDED = _UPSERT_PROGRESS.replace(
+    " RETURNING", " AND {p}jobs.next_base = ? RETURNING"
+)
+
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
 # INSERT of its run record.
 CLAIM_KEY_CONFLICT = (
@@ -386,18 +391,29 @@ class SQLStore(MemoryStore):
         written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
         return written is not None and tuple(written) == (row.state, row.trigger, row.next_base)
 
-    def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
+    def write_progress(
+        self, rows: Sequence[JobRow], now: int, guards: Sequence[int | None] | None = None
+    ) -> list[bool]:
         """Write the progress of jobs the runner moved on without a run (a fire skipped), as
         outcomes write it (``_UPSERT_PROGRESS``), in one transaction. A row the store did not
-        take as given is read back with the changes."""
-        kept = []
+        take as given is read back with the changes. ``guards``: a row with a guard is written
+        only if its next regular fire is still the guard (this process moves it on, not
+        another). Returns, for each row, whether it was written as given."""
+        done = []
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
-            for row in rows:
-                if self._write_progress(db, row, rev, now):
-                    kept.append(row)
+            for i, row in enumerate(rows):
+                guard = None if guards is None else guards[i]
+                if guard is None:
+                    done.append(self._write_progress(db, row, rev, now))
+                else:
+                    written = db.execute(
+                        self._q(_UPSERT_PROGRESS_GUARDED), (*job_values(row, rev, now), guard)
+                    ).fetchone()
+                    done.append(written is not None)
             self._changed(db)
-        self._wrote(kept, rev)
+        self._wrote([row for row, kept in zip(rows, done, strict=True) if kept], rev)
+        return done
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert rows of new jobs; returns the ids that are taken by live jobs already (then

@@ -222,9 +222,13 @@ class DurableStore(JobStore, Protocol):
         """Write whole rows, one transaction."""
         ...
 
-    def write_progress(self, rows: Sequence[JobRow], now: int) -> None:
+    def write_progress(
+        self, rows: Sequence[JobRow], now: int, guards: Sequence[int | None] | None = None
+    ) -> list[bool]:
         """Write the progress of jobs the runner moved on (a skipped fire), as outcomes do:
-        not over an ended job, not over a pause or resume made meanwhile; one transaction."""
+        not over an ended job, not over a pause or resume made meanwhile; one transaction.
+        A row with a guard only if its next regular fire is still the guard. Whether each
+        row was written as given."""
         ...
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
