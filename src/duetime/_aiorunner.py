@@ -21,7 +21,7 @@ from duetime._validate import NS_PER_SECOND
 from duetime.clock import FakeClock, WallAxis
 from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import JobState, Occ, _current
-from duetime.runner import HeadWatcher
+from duetime.runner import HeadWatcher, finish_from_process
 
 logger = logging.getLogger("duetime")
 
@@ -176,17 +176,7 @@ class AsyncRunner(HeadWatcher):
         fut = asyncio.wrap_future(
             executor.submit(job.func, *job.args, **(job.kwargs or {})), loop=self._loop
         )
-
-        def done(fut: asyncio.Future[Any]) -> None:
-            if fut.cancelled():
-                s.abandon(occ, give_back=True)
-                return
-            error = fut.exception()
-            if error is not None and not isinstance(error, Exception):
-                error = RuntimeError(f"job raised {error!r} in a worker process")
-            s.finish(occ, None if error else fut.result(), error)
-
-        fut.add_done_callback(done)
+        fut.add_done_callback(lambda fut: finish_from_process(s, occ, fut))
         return fut
 
     def _run_in_executor(self, occ: Occ, executor: cf.Executor | None) -> asyncio.Future[Any]:

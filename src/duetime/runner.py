@@ -30,7 +30,7 @@ from duetime.events import SchedulerStarted, SchedulerStopped
 from duetime.job import Occ, _current
 from duetime.recurrence import MONOTONIC
 
-__all__ = ["DEFAULT_WORKERS", "HeadWatcher", "Runner", "RunnerLike"]
+__all__ = ["DEFAULT_WORKERS", "HeadWatcher", "Runner", "RunnerLike", "finish_from_process"]
 
 logger = logging.getLogger("duetime")
 
@@ -67,6 +67,19 @@ class RunnerLike(Protocol):
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
         ...
+
+
+def finish_from_process(engine: Engine, occ: Occ, fut: Any) -> None:
+    """Record the outcome of a job a process pool ran, from its done future (a
+    ``concurrent.futures`` or an ``asyncio`` one): another process cannot run the scheduler's
+    bookkeeping. A future cancelled before it started gives the run back."""
+    if fut.cancelled():
+        engine.abandon(occ, give_back=True)
+        return
+    error = fut.exception()
+    if error is not None and not isinstance(error, Exception):
+        error = RuntimeError(f"job raised {error!r} in a worker process")
+    engine.finish(occ, None if error else fut.result(), error)
 
 
 class HeadWatcher:
@@ -364,15 +377,8 @@ class Runner(HeadWatcher):
             self._s.abandon(occ, give_back=True)
 
     def _process_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
-        s = self._s
         self._retire(fut)
-        if fut.cancelled():
-            s.abandon(occ, give_back=True)
-            return
-        error = fut.exception()
-        if error is not None and not isinstance(error, Exception):
-            error = RuntimeError(f"job raised {error!r} in a worker process")
-        s.finish(occ, None if error else fut.result(), error)
+        finish_from_process(self._s, occ, fut)
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
