@@ -78,6 +78,45 @@ def test_runs_due_work_when_fake_time_moves(running: Scheduler, clock: FakeClock
     assert running.wait_idle(WAIT)
 
 
+@pytest.mark.parametrize(
+    ("when", "advance", "misfire", "expected"),
+    [
+        # 08:00:01 (late by the grace, one second) and 08:00:02 (on time)
+        (FixedRate(1), 2, Misfire.RUN_ONCE, [1.0, 2.0]),
+        (FixedRate(0.5), 1, Misfire.RUN_ONCE, [0.5, 1.0]),
+        # a catch-up, whose last fire is on time
+        ("* * * * * *", 10, Misfire.RUN_ALL, [float(i) for i in range(1, 11)]),
+    ],
+)
+def test_occurrences_due_together_all_run_under_the_thread_runner(
+    running: Scheduler,
+    clock: FakeClock,
+    when: Any,
+    advance: float,
+    misfire: Misfire,
+    expected: list[float],
+) -> None:
+    # The runner hands the first to its pool and meets the next at once, the first still
+    # going: that run did not overlap the next (it came first), so the next waits for it
+    # rather than being skipped under Overlap.SKIP, as run_pending() runs them both.
+    rec = Recorder()
+    running.subscribe(rec, JobSkipped)
+    ran: list[float] = []
+    lock = threading.Lock()
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        with lock:
+            ran.append((run.scheduled_time - FAKE_START).total_seconds())
+
+    running.schedule(job, when, misfire=misfire)
+    clock.advance(advance)
+    until(lambda: len(ran) >= len(expected), what="every due occurrence run")
+    assert running.wait_idle(WAIT)
+    assert sorted(ran) == expected and rec.events == []
+
+
 def test_an_earlier_insert_wakes_the_sleeping_runner(running: Scheduler) -> None:
     running.schedule(print, timedelta(hours=1))
     assert running.wait_idle(WAIT)

@@ -335,7 +335,17 @@ class Side:
 class _Extras:
     """A job's rarely used state (see ``Job._x``)."""
 
-    __slots__ = ("attempt", "catchup", "failures", "last_error", "name", "opts", "sides", "task")
+    __slots__ = (
+        "attempt",
+        "backlog",
+        "catchup",
+        "failures",
+        "last_error",
+        "name",
+        "opts",
+        "sides",
+        "task",
+    )
 
     def __init__(self) -> None:
         self.opts = DEFAULT_OPTIONS
@@ -345,6 +355,9 @@ class _Extras:
         self.failures = 0
         self.last_error: BaseException | None = None
         self.catchup = False  # in the middle of a Misfire.RUN_ALL catch-up
+        # The next regular occurrence was due already when the last run started (two came due
+        # together): it waits for that run to end, whatever the overlap policy but ALLOW.
+        self.backlog = False
         # The task name a durable store keeps the job under, when it is not its function's
         # first registered name (one function registered under several names): None otherwise.
         self.task: str | None = None

@@ -1604,10 +1604,13 @@ class Scheduler:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
                 return (job, job._base, tb, 1, mono, None, None)  # type: ignore[return-value]
-            if job._running and x is not None and x.catchup:
+            if job._running and x is not None and (x.catchup or x.backlog):
                 # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
                 # unqueued, for the run going on to end (_release_held queues it then), instead
-                # of meeting the overlap policy, which would skip it (or coalesce it).
+                # of meeting the overlap policy, which would skip it (or coalesce it). So does
+                # one that was due already when that run started (a runner hands the first of
+                # two occurrences due together to its pool, then meets the second): that run
+                # did not overlap it, it came first.
                 job._due = due
                 return None
             opts = job._opts
@@ -1692,6 +1695,15 @@ class Scheduler:
             self._hold_side(blocked, _BLOCKED)
             self._settle(job)
             return None
+        if type(key) is Job and trig.recurring:
+            nxt = job._due
+            backlog = (
+                nxt is not None
+                and nxt <= (mono if tb == MONOTONIC else wall)
+                and (opts.overlap or self._overlap) is not Overlap.ALLOW
+            )
+            if backlog or (job._x is not None and job._x.backlog):
+                job._extras().backlog = backlog
         job._running += 1
         self._running_total += 1
         job._state = _RUNNING
