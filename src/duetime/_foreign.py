@@ -65,7 +65,7 @@ _APSCHEDULER_NAMES = {
     "add_listener": "s.subscribe(listener, *event_types)",
     "remove_listener": "the function s.subscribe() returned",
     "add_executor": "Scheduler(executors={name: executor})",
-    "add_jobstore": "nothing yet: jobs live in memory (durable stores are on the way)",
+    "add_jobstore": 'Scheduler(store="sqlite:///jobs.db") or store="postgresql://..."',
     "print_jobs": "print(s.jobs())",
 }
 

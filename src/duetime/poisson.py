@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from duetime._validate import NS_PER_SECOND, positive_number, zone
@@ -191,6 +191,7 @@ class Poisson:
     """
 
     per_day: float | None = None
+    _: KW_ONLY
     rate: float | None = None
     mean_interval: float | None = None
     window: Window | Sequence[Window] | None = None
