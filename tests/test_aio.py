@@ -107,6 +107,47 @@ def _square(x: int) -> int:
     return x * x
 
 
+def _wait_for_go(folder: str) -> str:
+    """A process pool's job that says it started, then waits (at most 10 s) to be let go."""
+    import pathlib
+    import time
+
+    (pathlib.Path(folder) / "started").touch()
+    deadline = time.monotonic() + 10
+    while not (pathlib.Path(folder) / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return "done"
+
+
+def test_closing_with_cancel_running_keeps_the_outcome_of_a_process_pool_job_that_started(
+    tmp_path: Path,
+) -> None:
+    # cancel_running cancels work that has not started; a job the pool is running goes on,
+    # and its outcome is recorded (cancelling its asyncio wrapper used to drop it).
+    results: list[Any] = []
+
+    async def main() -> None:
+        with cf.ProcessPoolExecutor(1) as pool:
+            pool.submit(int).result()  # (the pool's process is up)
+            s = AsyncScheduler(clock=FakeClock(), executor=pool)
+            s.subscribe(lambda e: results.append(e.result), JobSucceeded)  # type: ignore[attr-defined]
+            async with s:
+                job = s.schedule(_wait_for_go, 0, args=(str(tmp_path),))
+                for _ in range(1000):  # (the pool starts it in real time: at most 10 s)
+                    if (tmp_path / "started").exists():
+                        break
+                    await asyncio.sleep(0.01)
+                s.shutdown(wait=False, cancel_running=True)
+                (tmp_path / "go").touch()
+            for _ in range(1000):
+                if results:
+                    break
+                await asyncio.sleep(0.01)
+            assert results == ["done"] and job.state is JobState.COMPLETED
+
+    asyncio.run(main())
+
+
 def _boom() -> None:
     raise ValueError("no")
 

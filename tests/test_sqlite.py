@@ -1411,6 +1411,107 @@ def test_a_misfire_after_downtime_is_reported_by_one_process(
     assert ran == ([0, 0] if misfire is Misfire.SKIP else [1, 0])
 
 
+def test_a_misfire_the_store_skipped_is_reported_by_the_process_that_moved_the_job_on(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    one = open_scheduler()
+    two = open_scheduler()
+    missed: list[tuple[str, int]] = []
+    for name, s in (("one", one), ("two", two)):
+
+        def note(event: Any, name: str = name) -> None:
+            missed.append((name, event.missed))
+
+        s.subscribe(note, JobMissed)
+    ran: list[str] = []
+
+    def rec() -> None:
+        ran.append("run")
+        if len(ran) == 1:
+            # While one's trigger() run goes, 08:00:05 to 08:00:20 come due; two's claim of
+            # the last moves the job on and is skipped by the store (a run going elsewhere
+            # started before it came due): two reports the three it coalesced.
+            clock.advance(20.5)
+            assert two.run_pending() == 0
+
+    one.register("rec", rec)
+    two.register("rec", rec)
+    one.schedule("rec", FixedRate(5), id="t")
+    two.get("t")
+    one.trigger("t")
+    assert missed == [("two", 3)] and two.stats().missed == 3
+    assert two.get("t").next_run_time == T0 + timedelta(seconds=25)  # type: ignore[union-attr]
+
+
+def test_a_job_a_skipped_misfire_ends_is_stored_ended_and_its_misfire_reported(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    s = open_scheduler()
+    missed: list[int] = []
+    s.subscribe(lambda e: missed.append(e.missed), JobMissed)  # type: ignore[attr-defined]
+    job = s.schedule(
+        "record", Cron("* * * * *", end=T0 + timedelta(minutes=3)), id="c", misfire=Misfire.SKIP
+    )
+    s.start()  # (the runner's batch path)
+    clock.advance(600)
+    until(lambda: job.state is JobState.COMPLETED, what="the job ended")
+    assert s.wait_idle(WAIT)
+    s.shutdown()
+    assert missed == [3]
+    assert [j.id for j in open_scheduler().jobs()] == []  # (stored ended, not scheduled)
+
+
+def test_a_pause_made_elsewhere_during_a_skipped_misfire_write_is_read_back(
+    open_scheduler: Opener, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = open_scheduler()
+    two = open_scheduler()
+    one.schedule("record", FixedRate(60), id="t", misfire=Misfire.SKIP)
+    two.get("t")
+    clock.advance(10 * 60 + 30)
+    store: Any = one.store
+    write = type(store).write_progress
+    paused: list[bool] = []
+
+    def pause_first(self: Any, *args: Any) -> Any:
+        if self is store and not paused:
+            paused.append(True)
+            two.pause("t")  # (another process, just before this one's write)
+        return write(self, *args)
+
+    monkeypatch.setattr(type(store), "write_progress", pause_first)
+    assert one.run_pending() == 0 and paused
+    one.run_pending()
+    assert one.get("t").state is JobState.PAUSED  # type: ignore[union-attr]
+
+
+def test_occurrences_due_together_all_run_across_processes(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # As within one process: the 08:00:02 fire was due already when one's run of 08:00:01
+    # started, so two's claim of it waits for that run rather than skipping it.
+    one = open_scheduler(lease=300)
+    two = open_scheduler(lease=300)
+    ran: list[str] = []
+    during: list[int] = []
+
+    def rec() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.key)
+        if len(ran) == 1:
+            during.append(two.run_pending())
+
+    one.register("rec", rec)
+    two.register("rec", rec)
+    one.schedule("rec", FixedRate(1), id="t")
+    two.get("t")
+    clock.advance(2)
+    assert one.run_pending() + two.run_pending() == 2
+    assert during == [0]
+    assert ran == ["t@2026-03-02T08:00:01+00:00", "t@2026-03-02T08:00:02+00:00"]
+
+
 def test_a_run_all_backlog_two_processes_catch_up_runs_every_fire_once(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

@@ -55,6 +55,8 @@ class AsyncRunner(HeadWatcher):
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._tasks: set[asyncio.Future[Any]] = set()
+        # The process pools' own futures behind their asyncio wrappers (_run_in_process).
+        self._pooled: dict[asyncio.Future[Any], cf.Future[Any]] = {}
         self._cancel = False
 
     # -- called from any thread, under the scheduler's lock --------------------------------------
@@ -130,7 +132,10 @@ class AsyncRunner(HeadWatcher):
             tasks = list(self._tasks)
             if self._cancel:
                 for task in tasks:
-                    task.cancel()
+                    pooled = self._pooled.get(task)
+                    # A process pool's job is cancelled only if it has not started; cancelling
+                    # its asyncio wrapper would drop the outcome of one that runs on.
+                    (task if pooled is None else pooled).cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
             s.emit([SchedulerStopped(s.now())])
@@ -173,10 +178,14 @@ class AsyncRunner(HeadWatcher):
         s = self._s
         job = occ[0]
         s.emit_started(occ)
-        fut = asyncio.wrap_future(
-            executor.submit(job.func, *job.args, **(job.kwargs or {})), loop=self._loop
-        )
-        fut.add_done_callback(lambda fut: finish_from_process(s, occ, fut))
+        pooled = executor.submit(job.func, *job.args, **(job.kwargs or {}))
+        # The outcome is recorded from the pool's own future (in the pool's thread, as the
+        # thread runner does): the asyncio wrapper, which the loop completes later, may be
+        # cancelled with the runner while the job runs on.
+        pooled.add_done_callback(lambda pooled: finish_from_process(s, occ, pooled))
+        fut = asyncio.wrap_future(pooled, loop=self._loop)
+        self._pooled[fut] = pooled
+        fut.add_done_callback(self._pooled.pop)
         return fut
 
     def _run_in_executor(self, occ: Occ, executor: cf.Executor | None) -> asyncio.Future[Any]:

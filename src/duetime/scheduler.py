@@ -480,9 +480,12 @@ class Scheduler:
             try:
                 self._open_durable(store)
             except BaseException:
-                store.owner = None
                 if store.is_open:  # type: ignore[attr-defined]
                     store.close()  # type: ignore[attr-defined]
+                if not store.count() and not store.dead:
+                    # (Only a store that loaded nothing is free: loaded jobs belong to this
+                    # scheduler, which is gone, and would come with the store.)
+                    store.owner = None
                 raise
         # What the runners may use (the package-internal interface; see duetime._engine).
         self._engine = Engine(
@@ -2803,8 +2806,8 @@ class Scheduler:
                 # than lose a claim for each of them.
                 self._sync_locked(full=False)
         for job in skipped.values():
-            if store.contains(job):
-                self._save_quiet(job)
+            # (Also a job the skip ended: its row must say so, and its misfires be reported.)
+            self._save_quiet(job)
         self._written_at = self._clock.monotonic_ns()
         self._full_since = real_monotonic() if len(asks) == limit else None
         return runs
@@ -2899,12 +2902,15 @@ class Scheduler:
         else:
             outcome, row = answer
         held = self._missed_held.pop(id(job), None)
+        if held is not None and outcome in ("won", "done"):
+            # ("done": this claim moved the job on, and only its run was not recorded.)
+            self._report_missed(*held[1])
         if outcome == "won":
-            if held is not None:
-                self._report_missed(*held[1])
             return (*occ[:6], fire)
         job._running -= 1
         self._running_total -= 1
+        if job._x is not None:
+            job._x.backlog = False  # (set by the start that did not happen)
         if outcome in ("failed", "busy"):
             if type(key) is not Job and key.claimed != 1:
                 # The side left the job's sides when it was popped, so reading the job back

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from duetime._validate import duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
 from duetime.job import fire_key_at
-from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
+from duetime.stores.base import SOLO_SKIP, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 
@@ -52,12 +52,15 @@ _QUEUED = (
 )
 
 
-def running_elsewhere(job_id: str, now: str) -> str:
+def running_elsewhere(job_id: str, now: str, started: str = "") -> str:
     """The condition that another worker's run of job ``job_id`` is going at ``now`` (its lease
-    not run out): SQL expressions; the worker's own name is the one parameter."""
+    not run out), and with ``started``, that it started so (``"< due"``: before the fire being
+    claimed came due, an overlap; ``">= due"``: after, the fire came first): SQL expressions;
+    the worker's own name is the one parameter."""
     return (
         f"EXISTS (SELECT 1 FROM {{p}}runs o WHERE o.job_id = {job_id} "
-        f"AND o.state = 'running' AND o.lease_until > {now} AND o.worker <> ?)"
+        f"AND o.state = 'running' AND o.lease_until > {now} AND o.worker <> ?"
+        + (f" AND o.started {started})" if started else ")")
     )
 
 
@@ -398,22 +401,33 @@ class SQLStore(MemoryStore):
         outcomes write it (``_UPSERT_PROGRESS``), in one transaction. A row the store did not
         take as given is read back with the changes. ``guards``: a row with a guard is written
         only if its next regular fire is still the guard (this process moves it on, not
-        another). Returns, for each row, whether it was written as given."""
-        done = []
+        another). Returns, for each row, whether it was written: for a row with a guard,
+        whether this write moved the job on (as given or merged with a change made
+        elsewhere); for one without, whether it was written as given."""
+        moved = []
+        kept = []
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             for i, row in enumerate(rows):
                 guard = None if guards is None else guards[i]
                 if guard is None:
-                    done.append(self._write_progress(db, row, rev, now))
+                    given = self._write_progress(db, row, rev, now)
+                    moved.append(given)
                 else:
                     written = db.execute(
                         self._q(_UPSERT_PROGRESS_GUARDED), (*job_values(row, rev, now), guard)
                     ).fetchone()
-                    done.append(written is not None)
+                    moved.append(written is not None)
+                    given = written is not None and tuple(written) == (
+                        row.state,
+                        row.trigger,
+                        row.next_base,
+                    )
+                if given:
+                    kept.append(row)
             self._changed(db)
-        self._wrote([row for row, kept in zip(rows, done, strict=True) if kept], rev)
-        return done
+        self._wrote(kept, rev)
+        return moved
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert rows of new jobs; returns the ids that are taken by live jobs already (then
@@ -510,8 +524,11 @@ class SQLStore(MemoryStore):
         lost = False
         with self._tx("claiming a run") as db:
             if self._busy(db, job_id) or (
-                solo == SOLO_WAIT and self._running_elsewhere(db, job_id, now)
+                solo
+                and self._running_elsewhere(db, job_id, now, due if solo == SOLO_SKIP else None)
             ):
+                # (Under SOLO_SKIP: a run that started when this fire was due already came
+                # first and did not overlap it: the fire waits for it, as in one process.)
                 return "busy"
             rev = self._rev(db)
             if row is not None and guard is not None:
@@ -525,7 +542,7 @@ class SQLStore(MemoryStore):
                     (attempt, self.worker, now + lease_ns, now, key, attempt - 1),
                 )
                 won = cur.rowcount == 1
-            elif solo == SOLO_SKIP and self._running_elsewhere(db, job_id, now):
+            elif solo == SOLO_SKIP and self._running_elsewhere(db, job_id, now, due, True):
                 won = False
             else:
                 won = (
@@ -558,11 +575,18 @@ class SQLStore(MemoryStore):
         Here one claim after the other; a dialect may make them one statement."""
         return [caught(self._claim_answer, ask) for ask in asks]
 
-    def _running_elsewhere(self, db: Any, job_id: str, now: int) -> bool:
-        """Whether another worker's run of the job is going (its lease not run out)."""
-        found = db.execute(
-            self._q("SELECT " + running_elsewhere("?", "?")), (job_id, now, self.worker)
-        ).fetchone()
+    def _running_elsewhere(
+        self, db: Any, job_id: str, now: int, due: int | None = None, before: bool = False
+    ) -> bool:
+        """Whether another worker's run of the job is going (its lease not run out); with
+        ``due``, one that started before it (``before``) or at or after it (not ``before``)."""
+        params: tuple[Any, ...] = (job_id, now, self.worker)
+        if due is None:
+            sql = running_elsewhere("?", "?")
+        else:
+            sql = running_elsewhere("?", "?", "< ?" if before else ">= ?")
+            params += (due,)
+        found = db.execute(self._q("SELECT " + sql), params).fetchone()
         return bool(found[0])
 
     def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:

@@ -238,19 +238,26 @@ _CLAIM_MANY = (
     "WHERE v.id NOT IN (SELECT id FROM upd)"
 )
 
-# Another worker's run of job v.id is going (its lease not run out).
+# Another worker's run of job v.id is going (its lease not run out); one that started before
+# the fire being claimed came due (an overlap); one that started when it was due already.
 _RUNNING_ELSEWHERE = running_elsewhere("v.id", "v.r_started")
+_OVERLAPPING = running_elsewhere("v.id", "v.r_started", "< v.r_due")
+_CAME_AFTER = running_elsewhere("v.id", "v.r_started", ">= v.r_due")
 
-# The same, for a batch with a claim made "solo" (a recurring job's regular fire) while another
-# worker's run of the job is going: under Overlap.SKIP (SOLO_SKIP) its run is not recorded (the
-# fire is skipped: "done"); a Misfire.RUN_ALL catch-up (SOLO_WAIT) does not lock the row
-# ("busy": tried again after the run before it). (A statement of its own: the conditions cost
-# the common batches, one-shot jobs' fires, a sixth of their throughput even where never true.)
+# The same, for a batch with a claim made "solo" while another worker's run of the job is
+# going: a recurring job's regular fire under Overlap.SKIP (SOLO_SKIP) is not recorded if that
+# run started before the fire came due (an overlap: skipped, "done"), and waits like the others
+# if the fire was due already when it started; the others (SOLO_WAIT: a catch-up, QUEUE, a
+# side) do not lock the row ("busy": tried again after the run before them). (A statement of
+# its own: the conditions cost the common batches, one-shot jobs' fires, a sixth of their
+# throughput even where never true.)
 _CLAIM_MANY_SOLO = _CLAIM_MANY.replace(
-    "/*wait*/", f"AND NOT (v.solo = {SOLO_WAIT} AND {_RUNNING_ELSEWHERE}) "
+    "/*wait*/",
+    f"AND NOT ((v.solo = {SOLO_WAIT} AND {_RUNNING_ELSEWHERE}) "
+    f"OR (v.solo = {SOLO_SKIP} AND {_CAME_AFTER})) ",
 ).replace(
     "/*solo*/",
-    f"WHERE CASE WHEN v.solo = {SOLO_SKIP} THEN NOT {_RUNNING_ELSEWHERE} ELSE true END",
+    f"WHERE CASE WHEN v.solo = {SOLO_SKIP} THEN NOT {_OVERLAPPING} ELSE true END",
 )
 
 # Outcomes in one statement, fenced by worker and attempt; each job's progress (given once) is
@@ -719,7 +726,7 @@ class PostgresStore(SQLStore):
     def _claim_params(
         self, batch: Sequence[tuple[int, ClaimAsk]], solo: bool = False
     ) -> tuple[Any, ...]:
-        # (The solo statement names this worker three times: the lock's wait, the run's
+        # (The solo statement names this worker four times: the lock's two waits, the run's
         # worker, the skip.)
         claims = []
         for _, (key, job_id, due, attempt, now, lease_ns, row, guard, alone) in batch:
@@ -727,7 +734,7 @@ class PostgresStore(SQLStore):
             values = (guard, key, due, attempt, now + lease_ns, now, int(alone), job_id)
             claims.append(values + job_values(row, 0, now)[PROGRESS_AT:])
         if solo:
-            return (json.dumps(claims), self.worker, self.worker, self.worker)
+            return (json.dumps(claims), self.worker, self.worker, self.worker, self.worker)
         return (json.dumps(claims), self.worker)
 
     def _claimed(
