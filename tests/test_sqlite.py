@@ -1321,11 +1321,14 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     }
 
 
-@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.QUEUE, Overlap.ALLOW])
-def test_skip_and_queue_hold_across_processes(
-    open_scheduler: Opener, clock: FakeClock, overlap: Overlap
-) -> None:
-    one = open_scheduler(lease=300)  # (longer than the run: it is not taken for lost)
+Pair = tuple[Scheduler, Scheduler, list[str], list[int]]
+
+
+def _pair(open_scheduler: Opener, first: Callable[[], Any] = lambda: None) -> Pair:
+    """Two processes ("one", "two") on one store, and a task "slow" registered in both that
+    records its runs' fire keys; during its first run it calls ``first``, then
+    ``two.run_pending()`` (how many that ran: ``during``). Leases outlast the runs."""
+    one = open_scheduler(lease=300)
     two = open_scheduler(lease=300)
     ran: list[str] = []
     during: list[int] = []
@@ -1335,11 +1338,20 @@ def test_skip_and_queue_hold_across_processes(
         assert run is not None
         ran.append(run.key)
         if len(ran) == 1:
-            clock.advance(60)  # the next fire falls due while this run goes on
+            first()
             during.append(two.run_pending())
 
     one.register("slow", slow)
     two.register("slow", slow)
+    return one, two, ran, during
+
+
+@pytest.mark.parametrize("overlap", [Overlap.SKIP, Overlap.QUEUE, Overlap.ALLOW])
+def test_skip_and_queue_hold_across_processes(
+    open_scheduler: Opener, clock: FakeClock, overlap: Overlap
+) -> None:
+    # (The next fire falls due while the first run goes on.)
+    one, two, ran, during = _pair(open_scheduler, lambda: clock.advance(60))
     one.schedule("slow", FixedRate(60), id="s", overlap=overlap)
     two.get("s")
     clock.advance(60)
@@ -1364,23 +1376,9 @@ def test_skip_and_queue_hold_across_processes(
 def test_a_trigger_held_back_in_one_process_waits_in_the_others_too(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:
-    one = open_scheduler(lease=300)
-    two = open_scheduler(lease=300)
-    ran: list[str] = []
-    during: list[int] = []
-
-    def slow() -> None:
-        run = current_run()
-        assert run is not None
-        ran.append(run.key)
-        if len(ran) == 1:
-            # Held back here until this run ends, and written to the job's row, where the
-            # other process finds it: it used to run it there at once, beside this run.
-            one.trigger("s")
-            during.append(two.run_pending())
-
-    one.register("slow", slow)
-    two.register("slow", slow)
+    # The trigger is held back in one until its run ends, and written to the job's row, where
+    # two finds it: two used to run it at once, beside one's run.
+    one, two, ran, during = _pair(open_scheduler, lambda: one.trigger("s"))
     one.schedule("slow", FixedRate(60), id="s")
     two.get("s")
     clock.advance(60)
@@ -1490,21 +1488,8 @@ def test_occurrences_due_together_all_run_across_processes(
 ) -> None:
     # As within one process: the 08:00:02 fire was due already when one's run of 08:00:01
     # started, so two's claim of it waits for that run rather than skipping it.
-    one = open_scheduler(lease=300)
-    two = open_scheduler(lease=300)
-    ran: list[str] = []
-    during: list[int] = []
-
-    def rec() -> None:
-        run = current_run()
-        assert run is not None
-        ran.append(run.key)
-        if len(ran) == 1:
-            during.append(two.run_pending())
-
-    one.register("rec", rec)
-    two.register("rec", rec)
-    one.schedule("rec", FixedRate(1), id="t")
+    one, two, ran, during = _pair(open_scheduler)
+    one.schedule("slow", FixedRate(1), id="t")
     two.get("t")
     clock.advance(2)
     assert one.run_pending() + two.run_pending() == 2
