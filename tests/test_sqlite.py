@@ -343,6 +343,78 @@ def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
     assert "x" not in t
 
 
+def _crashed_run(open_scheduler: Opener) -> None:
+    """A FixedRate(10) job "x" whose 08:00:10 run's process died mid-run (the run stays
+    claimed, attempt 1, its lease 30 s)."""
+    crashed = open_scheduler(lease=30)
+
+    def die() -> None:
+        raise SystemExit("killed mid-run")  # not the job's outcome: the run stays claimed
+
+    crashed.register("tick", die)
+    crashed.schedule("tick", FixedRate(10), id="x")
+    with pytest.raises(SystemExit):
+        crashed.run_for(10)
+
+
+LOST_KEY = "x@2026-03-02T08:00:10+00:00"
+
+
+def test_a_run_taken_over_survives_a_read_of_its_job_before_it_starts(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    _crashed_run(open_scheduler)
+    taker = open_scheduler(lease=30)
+    admin = open_scheduler()
+    runs: list[tuple[str, int]] = []
+
+    def tick() -> None:
+        run = current_run()
+        assert run is not None
+        runs.append((run.key, run.attempt))
+        if len(runs) == 1:
+            # Another process changes the job's row, and the taker reads it back while the
+            # run it took over waits its turn: that read used to drop the run from memory,
+            # and nobody ran it (its lease renewed by the taker's heartbeat).
+            admin.pause("x")
+            admin.resume("x")
+            taker.jobs()
+
+    taker.register("tick", tick)
+    clock.advance(31)  # the lease has run out
+    assert taker.run_pending() == 2
+    assert (LOST_KEY, 2) in runs
+    assert [(r.state, r.attempt) for r in taker.runs("x") if r.key == LOST_KEY] == [
+        ("succeeded", 2)
+    ]
+
+
+def test_a_run_taken_over_waits_for_a_run_of_its_job_going_elsewhere(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    _crashed_run(open_scheduler)
+    taker = open_scheduler(lease=30)
+    other = open_scheduler(lease=30)
+    runs: list[tuple[str, int]] = []
+    during: list[int] = []
+
+    def tick() -> None:
+        run = current_run()
+        assert run is not None
+        runs.append((run.key, run.attempt))
+        if len(runs) == 1:
+            during.append(taker.run_pending())  # takes the lost run over, and waits
+
+    taker.register("tick", tick)
+    other.register("tick", tick)
+    clock.advance(31)  # the lost run's lease has run out
+    other.trigger("x")  # (a run of the job going in other: it runs here, at once)
+    assert during == [0] and [k for k, _ in runs] == ["x@trigger-2026-03-02T08:00:41+00:00"]
+    clock.advance(0.25)
+    assert taker.run_pending() == 2  # the lost run, and the regular fire that waited too
+    assert (LOST_KEY, 2) in runs
+
+
 def test_a_task_registered_after_start_takes_over_its_lost_runs_at_once(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

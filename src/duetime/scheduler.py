@@ -2461,16 +2461,24 @@ class Scheduler:
             job = store.get(row.id)
         if row.state in ENDED_STATES:
             if job is not None:
+                for x in job._sides or ():
+                    if x.claimed == 1:  # taken over here, not started: nobody will run it
+                        self._mark_lost_quiet(self._fire_of(x), now)
                 self._unqueue(job)
                 job._state = JobState(row.state)
                 store.forget(job)
             return
         fresh = job is None
         held: list[str] = []  # the fire keys of the sides this process held
+        # Runs this process took over from a lost worker and has not started: the row never
+        # holds them (their run records do, with this process's lease), so they are kept
+        # across the read, or nobody would run them while the heartbeat renewed their lease.
+        taken: list[_Side] = []
         if job is None:
             job = new_job(self, None, None)  # type: ignore[arg-type]
         else:
             held = [self._fire_of(x) for x in job._sides or () if x.claimed != 1]
+            taken = [x for x in job._sides or () if x.claimed == 1]
             self._unqueue(job)
         running = job._running
         try:
@@ -2501,6 +2509,20 @@ class Scheduler:
                 self._push_regular(job)
             for side in sides:
                 self._push_side(side)
+        if taken:
+            have = {self._fire_of(x) for x in sides}
+            mono = self._clock.monotonic_ns()
+            for x in taken:
+                if self._fire_of(x) not in have:
+                    self._queue_side(x, mono)
+
+    def _mark_lost_quiet(self, key: str, now: int) -> None:
+        """Record a run this process took over as lost (its job ended meanwhile); a failure is
+        logged (the lease then runs out, and the next taker finds the job ended)."""
+        try:
+            self._store.mark_lost(key, now)  # type: ignore[attr-defined]
+        except StoreError as exc:
+            logger.error("could not record run %s as lost: %s", key, exc)
 
     def _restore_dead(
         self, id: str, job_json: str, error: str, tb: str, attempts: int, due: int, at: int
@@ -2845,6 +2867,21 @@ class Scheduler:
                 skipped[id(job)] = job
             return None
         if not regular and key.claimed == 1:
+            # A run taken over from a lost worker is this process's already; it starts here
+            # unless a run of the job is going in another worker (then it waits, as any fire
+            # of the job does, unless Overlap.ALLOW).
+            if (job._opts.overlap or self._overlap) is not Overlap.ALLOW:
+                try:
+                    going = self._store.is_running_elsewhere(job.id, wall)  # type: ignore[attr-defined]
+                except StoreError as exc:
+                    logger.error("could not start run %s taken over: %s", key.key, exc)
+                    going = True
+                if going:
+                    job._running -= 1
+                    self._running_total -= 1
+                    self._queue_side(key, wall + _BUSY_BACKOFF)
+                    self._settle(job)
+                    return None
             self._taken.discard(key)
             return occ, None
         fire = occ[6]

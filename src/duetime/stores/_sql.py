@@ -589,6 +589,16 @@ class SQLStore(MemoryStore):
         found = db.execute(self._q("SELECT " + sql), params).fetchone()
         return bool(found[0])
 
+    def is_running_elsewhere(self, job_id: str, now: int) -> bool:
+        """Whether another worker's run of job ``job_id`` is going at ``now`` (its lease not run
+        out)."""
+        rows = self._read(
+            "reading runs",
+            self._q("SELECT " + running_elsewhere("?", "?")),
+            (job_id, now, self.worker),
+        )
+        return bool(rows[0][0])
+
     def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:
         """``claim``'s answer as ``claim_many`` gives it (no row read back)."""
         return self.claim(*ask), None
