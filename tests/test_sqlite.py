@@ -1132,6 +1132,8 @@ def test_unstorable_functions_and_arguments_are_refused_with_nothing_stored(
         s.schedule("record", 10, id="\ud800")
     with pytest.raises(InvalidArgument, match=r"^name cannot be stored: it is not UTF-8"):
         s.schedule("record", 10, id="sur", name="a\udfffb")
+    with pytest.raises(TypeError, match=r"^id must be a str or None, got 5"):
+        s.schedule("record", 10, id=5)  # type: ignore[arg-type]
     assert len(s) == 0
     with contextlib.closing(sqlite3.connect(db)) as con:
         assert con.execute("SELECT count(*) FROM duetime_jobs").fetchone() == (0,)

@@ -701,25 +701,9 @@ class Scheduler:
             if type(value) is not bool:
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
         if self._durable:
-            ref, args_json = self._check_storable(func, trigger, tuple(args), kwargs, id, limiter)
-            if task_name is not None:
-                ref = task_name  # (the name asked for, if the function has several)
-            nul = not self._store.keeps_nul  # type: ignore[attr-defined]
-            for param, text in (("id", id), ("name", name), ("task", ref)):
-                if text is None:
-                    continue
-                if nul and "\x00" in text:
-                    raise InvalidArgument(
-                        f"{param} must not contain NUL characters (PostgreSQL cannot store "
-                        f"them in text), got {text!r}"
-                    )
-                try:
-                    text.encode()
-                except UnicodeEncodeError:
-                    raise InvalidArgument(
-                        f"{param} cannot be stored: it is not UTF-8 text (a lone surrogate), "
-                        f"got {text!r}"
-                    ) from None
+            ref, args_json = self._check_storable(
+                func, trigger, tuple(args), kwargs, id, name, limiter, task_name
+            )
         if id is not None:
             if not isinstance(id, str):
                 raise TypeError(f"id must be a str or None, got {id!r}")
@@ -1753,7 +1737,8 @@ class Scheduler:
         if self._durable:
             # Every started process pops the same missed fires: the one whose claim (or skip)
             # moves the job on reports them (_claimed, _save_quiet), the others do not.
-            self._missed_held[id(job)] = (job._base, (job, base, tb, count, exact, policy))
+            # (``base`` is the fire popped: the guard of the claim or skip that moves it on.)
+            self._missed_held[id(job)] = (job, base, tb, count, exact, policy)
             return
         self._report_missed(job, base, tb, count, exact, policy)
 
@@ -2257,8 +2242,8 @@ class Scheduler:
         self._owed: list[_Outcome] = []
         self._next_purge = 0
         # Misfires this process computed and reports only if it moves the job on (_missed):
-        # id(job) -> (the guard of the pop, _report_missed's arguments).
-        self._missed_held: dict[int, tuple[int | None, tuple[Any, ...]]] = {}
+        # id(job) -> _report_missed's arguments.
+        self._missed_held: dict[int, tuple[Any, ...]] = {}
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
         self._begin = self._begin_durable  # type: ignore[method-assign]
@@ -2301,15 +2286,34 @@ class Scheduler:
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
         id: str | None,
+        name: str | None,
         limiter: TokenBucket | None,
+        task_name: str | None,
     ) -> tuple[str, str]:
         """Refuse, before anything changes, what a durable store cannot keep. Returns the task
-        reference and the arguments as JSON."""
-        ref = codec.task_reference(func, self._tasks)
+        reference (``task_name``, the name asked for, if the function has several) and the
+        arguments as JSON."""
+        ref = codec.task_reference(func, self._tasks) if task_name is None else task_name
         args_json = codec.dumps_args(args, kwargs)
         if type(trigger) is not float and type(trigger) is not int:
             _durable.trigger_json(At(trigger) if type(trigger) is datetime else trigger)
         _durable.check_limiter(limiter)
+        nul = not self._store.keeps_nul  # type: ignore[attr-defined]
+        for param, text in (("id", id), ("name", name), ("task", ref)):
+            if not isinstance(text, str):
+                continue  # (None, or a wrong type: refused below, naming the type)
+            if nul and "\x00" in text:
+                raise InvalidArgument(
+                    f"{param} must not contain NUL characters (PostgreSQL cannot store them "
+                    f"in text), got {text!r}"
+                )
+            try:
+                text.encode()
+            except UnicodeEncodeError:
+                raise InvalidArgument(
+                    f"{param} cannot be stored: it is not UTF-8 text (a lone surrogate), "
+                    f"got {text!r}"
+                ) from None
         return ref, args_json
 
     def _declared_again(
@@ -2419,7 +2423,7 @@ class Scheduler:
             written = self._store.write_progress(  # type: ignore[attr-defined]
                 [self._row(job)],
                 self._clock.time_ns(),
-                None if held is None else [held[0]],
+                None if held is None else [held[1]],
             )
         except StoreError as exc:
             logger.error("could not record job %r: %s", job._id, exc)
@@ -2428,7 +2432,7 @@ class Scheduler:
         # (Skipped misfires are this process's to report if its write moved the job on from
         # the fire it popped: another process that skipped them too wrote first otherwise.)
         if held is not None and written[0]:
-            self._report_missed(*held[1])
+            self._report_missed(*held)
 
     def _reload(self, job: Job, row: JobRow | None = None, quiet: bool = False) -> None:
         """Read a job back from the store (unless its ``row`` was read already), dropping what
@@ -2857,9 +2861,6 @@ class Scheduler:
         popped = job._base if regular else None
         catching_up = regular and job._x is not None and job._x.catchup
         occ = Scheduler._begin(self, key, tb, due, wall, mono)
-        held = self._missed_held.get(id(job))
-        if held is not None:
-            self._missed_held[id(job)] = (popped, held[1])
         if occ is None:
             if skipped is None:
                 self._save_quiet(job)
@@ -2941,7 +2942,7 @@ class Scheduler:
         held = self._missed_held.pop(id(job), None)
         if held is not None and outcome in ("won", "done"):
             # ("done": this claim moved the job on, and only its run was not recorded.)
-            self._report_missed(*held[1])
+            self._report_missed(*held)
         if outcome == "won":
             return (*occ[:6], fire)
         job._running -= 1

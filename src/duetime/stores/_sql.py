@@ -386,13 +386,23 @@ class SQLStore(MemoryStore):
             self._changed(db)
         self._wrote(rows, rev)
 
-    def _write_progress(self, db: Any, row: JobRow, rev: int, now: int) -> bool:
-        """Write ``row``'s progress (``_UPSERT_PROGRESS``) in transaction ``db``. Returns
-        whether the row now says what this process sent: if a change made elsewhere stood
-        (an ended job, a pause or resume, a new recurrence, a later fire), the row is not this
-        process's write, and the change feed reads it back."""
-        written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
-        return written is not None and tuple(written) == (row.state, row.trigger, row.next_base)
+    def _write_progress(
+        self, db: Any, row: JobRow, rev: int, now: int, guard: int | None = None
+    ) -> bool | None:
+        """Write ``row``'s progress (``_UPSERT_PROGRESS``) in transaction ``db``; with a
+        ``guard``, only if the row's next regular fire is still the guard. Returns whether the
+        row now says what this process sent (True), or was written merged with a change made
+        elsewhere that stood (False: an ended job, a pause or resume, a new recurrence, a later
+        fire; the change feed reads it back), or not written (None)."""
+        if guard is None:
+            written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
+        else:
+            written = db.execute(
+                self._q(_UPSERT_PROGRESS_GUARDED), (*job_values(row, rev, now), guard)
+            ).fetchone()
+        if written is None:
+            return None
+        return tuple(written) == (row.state, row.trigger, row.next_base)
 
     def write_progress(
         self, rows: Sequence[JobRow], now: int, guards: Sequence[int | None] | None = None
@@ -404,30 +414,19 @@ class SQLStore(MemoryStore):
         another). Returns, for each row, whether it was written: for a row with a guard,
         whether this write moved the job on (as given or merged with a change made
         elsewhere); for one without, whether it was written as given."""
-        moved = []
+        answers = []
         kept = []
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             for i, row in enumerate(rows):
                 guard = None if guards is None else guards[i]
-                if guard is None:
-                    given = self._write_progress(db, row, rev, now)
-                    moved.append(given)
-                else:
-                    written = db.execute(
-                        self._q(_UPSERT_PROGRESS_GUARDED), (*job_values(row, rev, now), guard)
-                    ).fetchone()
-                    moved.append(written is not None)
-                    given = written is not None and tuple(written) == (
-                        row.state,
-                        row.trigger,
-                        row.next_base,
-                    )
+                given = self._write_progress(db, row, rev, now, guard)
+                answers.append(bool(given) if guard is None else given is not None)
                 if given:
                     kept.append(row)
             self._changed(db)
         self._wrote(kept, rev)
-        return moved
+        return answers
 
     def insert_new(self, rows: Sequence[JobRow], now: int) -> list[str]:
         """Insert rows of new jobs; returns the ids that are taken by live jobs already (then
