@@ -76,6 +76,18 @@ def test_push_of_live_key_reschedules() -> None:
     assert drain(q) == ["b", "a"]
 
 
+def test_nan_due_is_refused_and_changes_nothing() -> None:
+    q: EventQueue[str] = EventQueue()
+    q.push("a", 2.0)
+    with pytest.raises(ValueError, match="due must not be NaN, got nan"):
+        q.push("a", float("nan"))
+    with pytest.raises(ValueError, match="due must not be NaN"):
+        q.push("b", float("nan"))
+    assert len(q) == 1 and q.due_of("a") == 2.0 and "b" not in q
+    q.push("c", 1.0)
+    assert [q.pop_due(5.0), q.pop_due(5.0), q.pop_due(5.0)] == ["c", "a", None]
+
+
 def test_peek_and_head_skip_stale_entries() -> None:
     q: EventQueue[str] = EventQueue()
     q.push("a", 1)

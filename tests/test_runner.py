@@ -117,6 +117,36 @@ def test_occurrences_due_together_all_run_under_the_thread_runner(
     assert sorted(ran) == expected and rec.events == []
 
 
+def test_a_rescheduled_job_forgets_the_old_recurrence_s_waiting_occurrence(
+    running: Scheduler, clock: FakeClock
+) -> None:
+    # FixedRate(1) after advance(2): the run of 08:00:01 starts with 08:00:02 due already, so
+    # that one waits for it. Rescheduled meanwhile, the new recurrence's first fire (08:00:07)
+    # comes due while that run goes on: it met the run (started before it came due) and is
+    # skipped under Overlap.SKIP, as it is when nothing was waiting.
+    rec = Recorder()
+    running.subscribe(rec, JobSkipped)
+    gate = threading.Event()
+    ran: list[float] = []
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append((run.scheduled_time - FAKE_START).total_seconds())
+        gate.wait(WAIT)
+
+    running.schedule(job, FixedRate(1), id="j")
+    clock.advance(2)
+    until(lambda: ran == [1.0], what="the first run started")
+    running.reschedule("j", FixedRate(5))
+    clock.advance(5)
+    until(lambda: len(rec.events) == 1, what="the new fire skipped")
+    gate.set()
+    assert running.wait_idle(WAIT)
+    assert ran == [1.0]
+    assert [e.scheduled_time - FAKE_START for e in rec.of(JobSkipped)] == [timedelta(seconds=7)]
+
+
 def test_an_earlier_insert_wakes_the_sleeping_runner(running: Scheduler) -> None:
     running.schedule(print, timedelta(hours=1))
     assert running.wait_idle(WAIT)

@@ -156,7 +156,14 @@ class EventQueue(LazyHeap, Generic[K]):
             key: Any hashable; it is never compared, only hashed.
             due: When the key becomes due, in whatever unit the caller uses consistently.
             priority: Lower pops first among entries with the same ``due``.
+
+        Raises:
+            ValueError: ``due`` is NaN (it compares false with everything, so it would leave
+                the heap out of order and every later pop wrong). A plain ``ValueError``: the
+                core imports nothing, not even duetime's errors.
         """
+        if due != due:  # noqa: PLR0124 (NaN only: any type with != is accepted as it was)
+            raise ValueError(f"due must not be NaN, got {due!r}")
         entry = (due, priority, next(self._counter), key)
         # setdefault is one dict operation for the common case (a new key); a reschedule
         # overwrites the mapping and leaves the old entry in the heap as stale.

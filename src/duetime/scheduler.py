@@ -851,6 +851,10 @@ class Scheduler:
         listens."""
         previous = self._job_next_run_time(job) if self._listeners else None
         self._unqueue(job)
+        if job._x is not None:
+            # A RUN_ALL catch-up, or an occurrence due before the run going now started, was
+            # the old recurrence's: the new one's fires meet that run as any other fire does.
+            job._x.catchup = job._x.backlog = False
         job._trigger = trigger
         if not paused and job._state is not JobState.RUNNING:
             job._state = JobState.SCHEDULED
