@@ -197,3 +197,42 @@ def test_the_stale_entry_of_the_fixture_is_counted() -> None:
     # populated() leaves one cancelled entry in the heap, so the snapshot's queue sizes include
     # a stale count that a half-done operation would visibly change.
     assert populated().stats().stale_entries == 1
+
+
+AWARE = FAKE_START + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "spelled", "call"),
+    [
+        *(
+            (k, f"FixedRate({k}=...)", lambda k=k: FixedRate(**{k: 1}))  # type: ignore[arg-type]
+            for k in ("weeks", "days", "hours", "minutes", "seconds")
+        ),
+        *(
+            (k, f"Cron({k}=...)", lambda k=k, v=v: Cron(**{k: v}))
+            for k, v in (
+                ("month", 3),
+                ("day", 1),
+                ("day_of_week", "mon"),
+                ("hour", 9),
+                ("minute", 5),
+                ("second", 0),
+            )
+        ),
+        ("run_date", "At(datetime)", lambda: At(AWARE)),
+        ("start_date", "Cron(..., start=datetime)", lambda: Cron("0 9 * * *", start=AWARE)),
+        ("end_date", "Cron(..., end=datetime)", lambda: Cron("0 9 * * *", end=AWARE)),
+        ("timezone", "Cron(..., tz=...)", lambda: Cron("0 9 * * *", tz="Europe/Berlin")),
+        ("year", "Cron(..., start=..., end=...)", lambda: Cron("0 9 * * *", start=AWARE)),
+    ],
+)
+def test_an_apscheduler_trigger_keyword_is_told_a_spelling_that_works(
+    keyword: str, spelled: str, call: Callable[[], Any]
+) -> None:
+    s = Scheduler(FakeClock())
+    with pytest.raises(TypeError, match=rf"{keyword} belongs to the trigger") as caught:
+        s.schedule(print, FixedRate(60), **{keyword: 1})  # type: ignore[arg-type]
+    assert spelled in str(caught.value)
+    call()  # (what the hint says to write is accepted)
+    assert s.jobs() == []

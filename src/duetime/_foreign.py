@@ -29,13 +29,19 @@ _APSCHEDULER_KEYWORDS = {
     "jobstore": "Scheduler(store=...)",
     "trigger": "the second positional argument, when",
 }
-#: APScheduler's trigger arguments, which duetime's triggers take instead.
-_TRIGGER_KEYWORDS = frozenset(
-    (
-        "weeks", "days", "hours", "minutes", "seconds", "start_date", "end_date", "run_date",
-        "timezone", "year", "month", "day", "week", "day_of_week", "hour", "minute", "second",
-    )
-)  # fmt: skip
+#: APScheduler's trigger arguments, given to schedule(), and how duetime's triggers spell them.
+_INTERVAL = "FixedRate({k}=...) (or FixedDelay, After)"
+_FIELD = "Cron({k}=...) or a cron string"
+_TRIGGER_KEYWORDS = {
+    **{k: _INTERVAL.format(k=k) for k in ("weeks", "days", "hours", "minutes", "seconds")},
+    **{k: _FIELD.format(k=k) for k in ("month", "day", "day_of_week", "hour", "minute", "second")},
+    "run_date": "At(datetime), or an aware datetime, as when",
+    "start_date": "FixedRate(..., start=datetime) or Cron(..., start=datetime)",
+    "end_date": "Cron(..., end=datetime)",
+    "timezone": "Cron(..., tz=...) or Scheduler(tz=...)",
+    "year": "not a cron field: bound the years with Cron(..., start=..., end=...)",
+    "week": "not a cron field: Cron's day_of_week with a #n or a start=/end= bound",
+}
 
 
 def keyword_hint(keyword: str) -> str:
@@ -45,7 +51,7 @@ def keyword_hint(keyword: str) -> str:
     if keyword in _TRIGGER_KEYWORDS:
         return (
             f"; {keyword} belongs to the trigger, which is when: "
-            f"FixedRate({keyword}=...), Cron({keyword}=...) or At(datetime) (docs/migrating.md)"
+            f"{_TRIGGER_KEYWORDS[keyword]} (docs/migrating.md)"
         )
     return ""
 
