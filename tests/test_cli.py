@@ -35,14 +35,14 @@ def test_demo_prints_jobs_in_time_order(capsys: pytest.CaptureFixture[str]) -> N
 def test_demo_shows_jobs_surviving_a_restart(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out.split("Durable:")[1]
-    assert "stops at 08:30 with 3 jobs stored" in out
+    assert "stops at 08:30 CET with 3 jobs stored; it is down until 11:10 CET" in out
     assert "restarted: 3 jobs back: trial, sync, report" in out
     after = out.split("restarted")[1]
-    assert "11:10  trial warning for a@example.com (due 09:00)" in after
+    assert "11:10 CET  trial warning for a@example.com (due 09:00 CET)" in after
     assert after.count("sync (once for a gap)") == 1  # RUN_ONCE: one run for the gap
     for hour in ("09", "10", "11"):  # RUN_ALL: every missed hour
-        assert f"11:10  hourly report (every missed hour) (due {hour}:00)" in after
-    assert "6 runs recorded, each under its fire key, e.g. sync@2026-03-04T07:30:00+00:00" in out
+        assert f"11:10 CET  hourly report (every missed hour) (due {hour}:00 CET)" in after
+    assert "6 runs recorded, each under its fire key (UTC), e.g. sync@2026-03-04T07:30:00+00:00" in out
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

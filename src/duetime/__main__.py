@@ -73,8 +73,8 @@ def durable_demo(path: Path, tz: tzinfo) -> None:
 
     def note(name: str) -> None:
         run = current_run()
-        due = "" if run is None else f" (due {run.scheduled_time.astimezone(tz):%H:%M})"
-        print(f"  {clock.now().astimezone(tz):%H:%M}  {name}{due}")
+        due = "" if run is None else f" (due {run.scheduled_time.astimezone(tz):%H:%M %Z})"
+        print(f"  {clock.now().astimezone(tz):%H:%M %Z}  {name}{due}")
 
     print(f"\nDurable: jobs in a SQLite file ({path.name}), surviving a restart:")
     s = Scheduler(clock=clock, tz=tz, store=SQLiteStore(path))
@@ -90,14 +90,18 @@ def durable_demo(path: Path, tz: tzinfo) -> None:
     )
     s.run_until(start.replace(minute=30))
     s.shutdown()
-    print(f"  the process stops at 08:30 with {len(s)} jobs stored; it is down until 11:10")
+    print(
+        f"  the process stops at {clock.now().astimezone(tz):%H:%M %Z} with {len(s)} jobs "
+        f"stored; it is down until "
+        f"{start.replace(hour=11, minute=10):%H:%M %Z}"
+    )
     clock.set(start.replace(hour=11, minute=10))
     s = Scheduler(clock=clock, tz=tz, store=SQLiteStore(path))
     s.register("note", note)
     print(f"  restarted: {len(s)} jobs back: {', '.join(j.id for j in s.jobs())}")
     s.run_until(start.replace(hour=11, minute=10))
     runs = s.runs(limit=1000)
-    print(f"  -> {len(runs)} runs recorded, each under its fire key, e.g. {runs[-1].key}")
+    print(f"  -> {len(runs)} runs recorded, each under its fire key (UTC), e.g. {runs[-1].key}")
     s.shutdown()
 
 
