@@ -42,7 +42,9 @@ def test_demo_shows_jobs_surviving_a_restart(capsys: pytest.CaptureFixture[str])
     assert after.count("sync (once for a gap)") == 1  # RUN_ONCE: one run for the gap
     for hour in ("09", "10", "11"):  # RUN_ALL: every missed hour
         assert f"11:10 CET  hourly report (every missed hour) (due {hour}:00 CET)" in after
-    assert "6 runs recorded, each under its fire key (UTC), e.g. sync@2026-03-04T07:30:00+00:00" in out
+    assert (
+        "6 runs recorded, each under its fire key (UTC), e.g. sync@2026-03-04T07:30:00+00:00" in out
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -635,6 +635,53 @@ def test_a_batch_of_claims_the_server_refused_is_one_log_line_and_runs_later(
     assert sorted(ran) == [f"j{i}@2026-03-02T08:00:10+00:00" for i in range(5)]
 
 
+class _CutAtClaim(PostgresStore):
+    """A PostgresStore whose connection is cut (``pg_terminate_backend``) as its next claim
+    is sent, once ``cut`` holds the admin connection that cuts it."""
+
+    cut: psycopg.Connection[Any] | None = None
+
+    def _claim_cut(self) -> None:
+        admin, self.cut = self.cut, None
+        if admin is not None and self._conn is not None:
+            admin.execute("SELECT pg_terminate_backend(%s)", (self._conn.info.backend_pid,))
+
+    def claim_many(self, asks: Any) -> Any:
+        self._claim_cut()
+        return super().claim_many(asks)
+
+    def settle_and_claim(self, outcomes: Any, asks: Any) -> Any:
+        self._claim_cut()
+        return super().settle_and_claim(outcomes, asks)
+
+
+def test_fires_whose_claim_a_cut_connection_failed_are_tried_again_soon(
+    pg_database: str, pg_schema: str, admin: psycopg.Connection[Any], caplog: Any
+) -> None:
+    # A terminated backend (a server restart, a failover) is reopened at the next use: the
+    # fires whose claim it failed wait a quarter of a second, not 5 (FixedRate(0.5) lost ten
+    # fires to the misfire policy for each cut).
+    clock = FakeClock(T0)
+    store = _CutAtClaim(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store, executor="inline")
+    ran = _recording(s)
+    for i in range(3):
+        s.schedule("rec", 10, id=f"j{i}")
+    caplog.set_level(logging.ERROR, "duetime")
+    s.start()
+    try:
+        assert s.wait_idle(WAIT)
+        store.cut = admin
+        clock.advance(10)
+        until(lambda: "could not claim" in caplog.text, what="the failed claims")
+        assert "trying again in 0.25 s" in caplog.text
+        clock.advance(0.3)
+        until(lambda: len(ran) == 3, what="the 3 runs, 0.3 fake seconds later")
+    finally:
+        s.shutdown()
+    assert sorted(ran) == [f"j{i}@2026-03-02T08:00:10+00:00" for i in range(3)]
+
+
 def test_a_notification_wakes_a_sleeping_worker_at_once(pg_store: StoreMaker) -> None:
     # Real time: a worker asleep with an hour-long poll interval starts a job another process
     # scheduled long before the poll would have found it.

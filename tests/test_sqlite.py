@@ -978,6 +978,34 @@ def test_backfill_enqueues_each_missing_fire_once(open_scheduler: Opener, calls:
     ]
 
 
+@pytest.mark.parametrize("change", ["cancel", "reschedule", "replace"])
+def test_fires_queued_for_a_job_are_dropped_with_its_schedule(
+    open_scheduler: Opener, calls: Calls, change: str
+) -> None:
+    # As in memory, cancel(), reschedule() and replace=True drop the fires queued for the job
+    # (a backfill, a trigger): recorded lost, they are not run by any process, nor for the
+    # next job given the id (they stayed queued, and ran with the new job's arguments).
+    admin = open_scheduler()
+    admin.schedule("record", Cron("0 * * * *"), args=["old"], id="hourly", paused=True)
+    keys = admin.backfill("hourly", T0 - timedelta(hours=2), T0)
+    admin.trigger("hourly")  # (paused: queued in the runs table, for resume)
+    queued = [r.key for r in admin.runs("hourly") if r.state == "queued"]
+    assert len(keys) == 2 and len(queued) == 3
+    if change == "cancel":
+        assert admin.cancel("hourly")
+        admin.schedule("record", Cron("0 0 1 1 *"), args=["new"], id="hourly")
+    elif change == "reschedule":
+        admin.reschedule("hourly", Cron("0 0 1 1 *"))
+        admin.resume("hourly")
+    else:
+        admin.schedule("record", Cron("0 0 1 1 *"), args=["new"], id="hourly", replace=True)
+    worker = open_scheduler()
+    assert worker.run_pending() == 0 and admin.run_pending() == 0
+    assert calls.keys == []
+    states = {r.key: r.state for r in admin.runs("hourly")}
+    assert states == dict.fromkeys(queued, "lost")
+
+
 def test_backfill_leaves_fires_still_to_come_to_their_time(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:
@@ -1393,6 +1421,41 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
         (first, "succeeded", 2),
         (second, "succeeded", 2),
     }
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_runs_and_failures_count_every_process_s_runs(
+    open_scheduler: Opener, clock: FakeClock, fails: bool
+) -> None:
+    # "one" runs the 08:01 fire; meanwhile "two" runs the 08:02 one and records it. "one"'s
+    # copy of the job still counts no run: its outcome adds its own run to what the row has
+    # (written whole from the copy, the row counted one run instead of two).
+    one = open_scheduler()
+    two = open_scheduler()
+    keys: list[str] = []
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        keys.append(run.key)
+        if len(keys) == 1:
+            assert two.run_pending() == 1
+        if fails:
+            raise RuntimeError("counted")
+
+    one.register("job", job)
+    two.register("job", job)
+    one.schedule("job", FixedRate(60), id="f", misfire=Misfire.RUN_ALL, overlap=Overlap.ALLOW)
+    two.get("f")  # (two knows the job)
+    clock.advance(120)
+    assert one.run_pending() == 1
+    assert sorted(keys) == ["f@2026-03-02T08:01:00+00:00", "f@2026-03-02T08:02:00+00:00"]
+    expected = (2, 2 if fails else 0)
+    fresh = open_scheduler().get("f")
+    assert fresh is not None and (fresh.runs, fresh.failures) == expected
+    one.run_pending()  # (reads the row back: its copy counts both too)
+    mine = one.get("f")
+    assert mine is not None and (mine.runs, mine.failures) == expected
 
 
 Pair = tuple[Scheduler, Scheduler, list[str], list[int]]

@@ -241,9 +241,6 @@ def _timebase(trigger: Any) -> int:
     return WALL if cls is datetime else trigger.timebase
 
 
-# How long a run waits before its claim is tried again after the store failed (nanoseconds).
-_STORE_BACKOFF = 5 * NS_PER_SECOND
-
 # How long a run waits before its claim is tried again when another process was changing its
 # job at that moment (nanoseconds).
 _BUSY_BACKOFF = NS_PER_SECOND // 4
@@ -2826,9 +2823,9 @@ class Scheduler:
                     lost += 1
             if quiet:
                 logger.error(
-                    "could not claim %d runs (trying again in %d s): %s",
+                    "could not claim %d runs (trying again in %.2g s): %s",
                     len(failed),
-                    _STORE_BACKOFF // NS_PER_SECOND,
+                    self._store.retry_in_ns() / NS_PER_SECOND,  # type: ignore[attr-defined]
                     failed[0],
                 )
             if lost * 2 > len(asks) >= 4:
@@ -2932,12 +2929,14 @@ class Scheduler:
         fire = ask[0]
         wall = ask[4]
         row = None
+        pause = _BUSY_BACKOFF
         if isinstance(answer, StoreError):
+            pause = self._store.retry_in_ns()  # type: ignore[attr-defined]
             if not quiet:
                 logger.error(
-                    "could not claim a run of job %r (trying again in %d s): %s",
+                    "could not claim a run of job %r (trying again in %.2g s): %s",
                     job._id,
-                    _STORE_BACKOFF // NS_PER_SECOND,
+                    pause / NS_PER_SECOND,
                     answer,
                 )
             outcome = "failed"
@@ -2962,7 +2961,6 @@ class Scheduler:
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
             # "busy": another process is claiming or changing this job right now; its change
             # reaches this one soon (and replaces the retry), or it rolled back.
-            pause = _STORE_BACKOFF if outcome == "failed" else _BUSY_BACKOFF
             self._reload(job, row, quiet)
             if hold:
                 if job._due is not None and job._qkey is not None:

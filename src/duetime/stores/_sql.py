@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta, timezone
 from typing import Any, TypeVar
 
-from duetime._validate import duration_ns, ns_to_datetime
+from duetime._validate import NS_PER_SECOND, duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
 from duetime.job import fire_key_at
 from duetime.stores.base import SOLO_SKIP, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
@@ -129,8 +129,23 @@ PROGRESS_AT = 2 + JOB_SET.index("state")
 # The progress columns that say when the job runs next (the rest count what ran).
 _TIMING = ("next_base", "next_due", "sides", "catchup")
 
+# The counters of what ran: only an outcome changes them, adding its own run (and failure) to
+# what the row has. Written whole from a process's copy of the job, they lost the runs other
+# processes had recorded since that copy was read (two workers sharing a job's fires counted
+# about nine in ten). Claims and other progress writes leave them alone.
+COUNTED = ("runs", "failures")
+# The progress columns a claim writes.
+CLAIM_SET = tuple(column for column in PROGRESS if column not in COUNTED)
+# Where they are in job_values().
+_CLAIM_AT = tuple(PROGRESS_AT + PROGRESS.index(column) for column in CLAIM_SET)
 
-def progress_set(target: str, source: str) -> str:
+
+def claim_values(values: Sequence[Any]) -> tuple[Any, ...]:
+    """The ``CLAIM_SET`` values of a row's ``job_values()``."""
+    return tuple(values[i] for i in _CLAIM_AT)
+
+
+def progress_set(target: str, source: str, counted: tuple[str, str] | None = None) -> str:
     """The SET list of an outcome's write of a job's progress, from relation ``source`` (with
     the job's ``trigger`` as the writing process knows it) into the row ``target``.
 
@@ -140,7 +155,10 @@ def progress_set(target: str, source: str) -> str:
     one that change computed: the outcome writes only what ran (counters, last error). So it is
     if another process has moved the job on past the next fire the writer knows (claimed a
     later fire, or skipped it): an outcome never takes a schedule back; the retries it adds are
-    on its run's record too (SQLStore._retry_at), where the others take them from."""
+    on its run's record too (SQLStore._retry_at), where the others take them from.
+
+    ``counted``: the SQL of the runs and failures the write adds to the row's counters (an
+    outcome's); None: the counters are left as they are (``COUNTED``)."""
     same = f"{target}.trigger = {source}.trigger"
     timed = f"{same} AND NOT COALESCE({target}.next_base > {source}.next_base, false)"
     columns = [
@@ -152,7 +170,11 @@ def progress_set(target: str, source: str) -> str:
         f"WHEN {source}.state = 'paused' THEN {target}.state ELSE {source}.state END"
     ]
     for column in PROGRESS[1:]:
-        if column in _TIMING:
+        if column in COUNTED:
+            if counted is not None:
+                added = counted[COUNTED.index(column)]
+                columns.append(f"{column} = {target}.{column} + {added}")
+        elif column in _TIMING:
             columns.append(
                 f"{column} = CASE WHEN {timed} THEN {source}.{column} ELSE {target}.{column} END"
             )
@@ -170,7 +192,7 @@ def still_live(target: str) -> str:
 # A claim's guarded write: moves the row on only from the fire being claimed.
 _ADVANCE_JOB = (
     "UPDATE {p}jobs SET rev = ?, "
-    + ", ".join(f"{column} = ?" for column in PROGRESS)
+    + ", ".join(f"{column} = ?" for column in CLAIM_SET)
     + " WHERE id = ? AND next_base = ? AND state IN ('scheduled', 'running')"
 )
 
@@ -183,12 +205,17 @@ _UPSERT_PROGRESS = (
     + progress_set("{p}jobs", "excluded")
     + " WHERE "
     + still_live("{p}jobs")
-    + " RETURNING state, trigger, next_base"
+    + " RETURNING state, trigger, next_base, runs, failures"
 )
 
 # The same, only over a row whose next regular fire is still the guard (the last parameter).
 _UPSERT_PROGRESS_GUARDED = _UPSERT_PROGRESS.replace(
     " RETURNING", " AND {p}jobs.next_base = ? RETURNING"
+)
+
+# An outcome's write: the same, adding its run and failure (two parameters after the row's).
+_UPSERT_OUTCOME = _UPSERT_PROGRESS.replace(
+    progress_set("{p}jobs", "excluded"), progress_set("{p}jobs", "excluded", ("?", "?"))
 )
 
 # A fire starts if its key is new, or was enqueued by backfill and not taken yet: the end of the
@@ -371,38 +398,60 @@ class SQLStore(MemoryStore):
         """Write whole rows (a new job, or any change), in one transaction. ``drop_retries``:
         the change dropped the jobs' pending retries on purpose (cancel, reschedule, replace):
         their failed runs' records stop keeping them (``_retry_at``), or a process would take
-        them in again, and are final from now (``finished``: the purge deletes them in time)."""
+        them in again, and are final from now (``finished``: the purge deletes them in time).
+        So are the fires queued for them (backfill, trigger), as the change drops them from
+        memory: recorded lost (they stayed queued for good, and ran for the next job given the
+        id). Lost, not deleted: a process that took one in before it saw the change then finds
+        its key taken and does not run it."""
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
             if drop_retries:
+                ids = [(now, row.id) for row in rows]
                 db.executemany(
                     self._q(
                         "UPDATE {p}runs SET lease_until = NULL, finished = ? WHERE job_id = ? "
                         "AND state = 'failed' AND lease_until IS NOT NULL"
                     ),
-                    [(now, row.id) for row in rows],
+                    ids,
+                )
+                db.executemany(
+                    self._q(
+                        "UPDATE {p}runs SET state = 'lost', finished = ? WHERE job_id = ? "
+                        "AND state = 'queued'"
+                    ),
+                    ids,
                 )
             self._changed(db)
         self._wrote(rows, rev)
 
     def _write_progress(
-        self, db: Any, row: JobRow, rev: int, now: int, guard: int | None = None
+        self,
+        db: Any,
+        row: JobRow,
+        rev: int,
+        now: int,
+        guard: int | None = None,
+        failed: bool | None = None,
     ) -> bool | None:
         """Write ``row``'s progress (``_UPSERT_PROGRESS``) in transaction ``db``; with a
-        ``guard``, only if the row's next regular fire is still the guard. Returns whether the
+        ``guard``, only if the row's next regular fire is still the guard; ``failed`` not None:
+        an outcome's, adding its run (and failure) to the row's counters. Returns whether the
         row now says what this process sent (True), or was written merged with a change made
         elsewhere that stood (False: an ended job, a pause or resume, a new recurrence, a later
-        fire; the change feed reads it back), or not written (None)."""
-        if guard is None:
-            written = db.execute(self._q(_UPSERT_PROGRESS), job_values(row, rev, now)).fetchone()
+        fire, runs counted elsewhere; the change feed reads it back), or not written (None)."""
+        values = job_values(row, rev, now)
+        if failed is not None:
+            written = db.execute(self._q(_UPSERT_OUTCOME), (*values, 1, int(failed))).fetchone()
+        elif guard is None:
+            written = db.execute(self._q(_UPSERT_PROGRESS), values).fetchone()
         else:
-            written = db.execute(
-                self._q(_UPSERT_PROGRESS_GUARDED), (*job_values(row, rev, now), guard)
-            ).fetchone()
+            written = db.execute(self._q(_UPSERT_PROGRESS_GUARDED), (*values, guard)).fetchone()
         if written is None:
             return None
-        return tuple(written) == (row.state, row.trigger, row.next_base)
+        if failed is None:  # (the counters were not written: whatever they are stands)
+            return tuple(written[:3]) == (row.state, row.trigger, row.next_base)
+        return tuple(written) == (row.state, row.trigger, row.next_base, row.runs, row.failures)
 
     def write_progress(
         self, rows: Sequence[JobRow], now: int, guards: Sequence[int | None] | None = None
@@ -532,7 +581,7 @@ class SQLStore(MemoryStore):
             rev = self._rev(db)
             if row is not None and guard is not None:
                 values = job_values(row, rev, now)
-                cur = db.execute(self._q(_ADVANCE_JOB), (rev, *values[PROGRESS_AT:], row.id, guard))
+                cur = db.execute(self._q(_ADVANCE_JOB), (rev, *claim_values(values), row.id, guard))
                 if cur.rowcount == 0:
                     return "lost"
             if attempt > 1:
@@ -676,7 +725,8 @@ class SQLStore(MemoryStore):
                 ),
                 (state, now if final else None, error, retry, key, self.worker, attempt),
             )
-            if cur.rowcount == 0:
+            recorded = cur.rowcount == 1
+            if not recorded:
                 # Written already? (A retry after a connection lost while committing.)
                 found = db.execute(
                     self._q("SELECT state, worker, attempt FROM {p}runs WHERE key = ?"), (key,)
@@ -686,7 +736,9 @@ class SQLStore(MemoryStore):
                     return False
             if row is not None:
                 rev = self._rev(db)
-                if not self._write_progress(db, row, rev, now):
+                # (Written already, the run was counted then.)
+                failed = state != "succeeded" if recorded else None
+                if not self._write_progress(db, row, rev, now, failed=failed):
                     row = None  # (not as this process has it: read back with the changes)
         self._held.discard(key)
         if row is not None:
@@ -957,3 +1009,8 @@ class SQLStore(MemoryStore):
     def is_open(self) -> bool:
         """Whether the connection is open."""
         raise NotImplementedError
+
+    def retry_in_ns(self) -> int:
+        """How long a claim the store failed waits before it is tried again (nanoseconds): 5
+        seconds here (a locked file stays locked a while, and each try waits for the lock)."""
+        return 5 * NS_PER_SECOND

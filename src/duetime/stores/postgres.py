@@ -59,6 +59,7 @@ from duetime.clock import real_monotonic
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import (
     CLAIM_KEY_CONFLICT,
+    CLAIM_SET,
     JOB_COLUMNS,
     JOB_SET,
     PROGRESS,
@@ -188,8 +189,8 @@ _OUTCOME_ROW = (("id", "text"), ("trigger", "text"), *_PROGRESS_ROW[1:])
 
 
 def _set_from(alias: str) -> str:
-    """A job's progress columns as an UPDATE's SET list, taken from relation ``alias``."""
-    return ", ".join(f"{column} = {alias}.{column}" for column in PROGRESS)
+    """A claim's progress columns as an UPDATE's SET list, taken from relation ``alias``."""
+    return ", ".join(f"{column} = {alias}.{column}" for column in CLAIM_SET)
 
 
 # A job's row (READ_COLUMNS) of NULLs, typed: the columns of an answer row that carries none.
@@ -285,15 +286,18 @@ _SETTLE_MANY = (
     "r AS (UPDATE {p}runs u SET state = v.state, finished = v.finished, error = v.error, "
     "lease_until = v.retry FROM v WHERE u.key = ANY(ARRAY(SELECT key FROM v)) AND u.key = v.key "
     "AND u.worker = ? AND u.attempt = v.attempt "
-    "AND (u.state = 'running') IS TRUE RETURNING u.key, u.job_id), "
+    "AND (u.state = 'running') IS TRUE RETURNING u.key, u.job_id, u.state), "
     "w AS (" + _rows(_OUTCOME_ROW) + "), "
+    "n AS (SELECT job_id, count(*) AS runs, count(*) FILTER (WHERE state <> 'succeeded') "
+    "AS failures FROM r GROUP BY job_id), "
     "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), xid = pg_current_xact_id(), "
-    + progress_set("j", "w")
-    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND "
+    + progress_set("j", "w", ("n.runs", "n.failures"))
+    + " FROM w, lk, n WHERE j.id = w.id AND lk.id = w.id AND n.job_id = w.id AND "
     + still_live("j")
     + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger "
-    "AND j.next_base IS NOT DISTINCT FROM w.next_base AS same) "
+    "AND j.next_base IS NOT DISTINCT FROM w.next_base "
+    "AND j.runs = w.runs AND j.failures = w.failures AS same) "
     "SELECT (SELECT array_agg(key) FROM r), (SELECT array_agg(id) FROM j WHERE same), "
     "(SELECT array_agg(rev) FROM j WHERE same)"
 )
@@ -592,6 +596,15 @@ class PostgresStore(SQLStore):
         self._backoff = _RECONNECT_FIRST
         logger.info("reconnected to PostgreSQL %s", redact_dsn(self.dsn))
         return _Handle(conn)
+
+    def retry_in_ns(self) -> int:
+        """``SQLStore.retry_in_ns``: until the next attempt to reopen a lost connection, at
+        least a quarter of a second, at most 5 seconds. A connection cut (a server restart,
+        ``pg_terminate_backend``) is reopened at the next use: the fires whose claim it failed
+        are tried again then, not seconds later (each failing try costs nothing while the
+        server stays away: no attempt is made before the backoff ends)."""
+        wait = self._down_until - real_monotonic()
+        return int(min(max(wait, 0.25), _RECONNECT_MAX) * NS_PER_SECOND)
 
     def _lost(self, exc: Exception) -> None:
         """After an error: if the connection broke, drop it (the next use reopens it)."""
