@@ -682,6 +682,55 @@ def test_fires_whose_claim_a_cut_connection_failed_are_tried_again_soon(
     assert sorted(ran) == [f"j{i}@2026-03-02T08:00:10+00:00" for i in range(3)]
 
 
+class _ChangesFail(PostgresStore):
+    """A PostgresStore whose read of other processes' changes fails while ``failing``; it
+    counts its lease renewals."""
+
+    failing = False
+    renewals = 0
+
+    def changed_rows(self) -> Any:
+        if self.failing:
+            raise StoreError(self._where, "reading changes failed (a test's fault)")
+        return super().changed_rows()
+
+    def heartbeat(self, now: int, lease_ns: int) -> None:
+        super().heartbeat(now, lease_ns)
+        self.renewals += 1
+
+
+def test_leases_are_renewed_while_reading_changes_fails(
+    pg_database: str, pg_schema: str, caplog: Any
+) -> None:
+    # A poll whose read of the changes failed (a connection cut just then) skipped the lease
+    # renewal too: cut at every poll, a run going here lost its lease and ran twice.
+    clock = FakeClock(T0)
+    store = _ChangesFail(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store, lease=3)
+    gate = threading.Event()
+    s.register("hold", lambda: gate.wait(WAIT))
+    s.schedule("hold", 0, id="long")
+    caplog.set_level(logging.ERROR, "duetime")
+    s.start()
+    try:
+        until(lambda: s.stats().running == 1, what="the run started")
+        store.failing = True
+        before = store.renewals
+
+        def renewed() -> bool:
+            clock.advance(1.1)  # (past the poll interval: a third of the lease)
+            return store.renewals >= before + 2
+
+        until(renewed, what="two lease renewals", every=0.05)
+        assert "reading changes failed" in caplog.text
+        row = store._read("t", store._q("SELECT lease_until FROM {p}runs"))
+        assert row[0][0] > clock.time_ns()  # (still ours)
+    finally:
+        store.failing = False
+        gate.set()
+        s.shutdown()
+
+
 def test_a_notification_wakes_a_sleeping_worker_at_once(pg_store: StoreMaker) -> None:
     # Real time: a worker asleep with an hour-long poll interval starts a job another process
     # scheduled long before the poll would have found it.

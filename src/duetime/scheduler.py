@@ -2613,6 +2613,13 @@ class Scheduler:
                     self._reload(job)
                 else:
                     self._unsure.discard(job)
+        except StoreError as exc:
+            # The runner keeps going: the next poll tries again. The leases are renewed all
+            # the same (a connection cut as the changes were read is reopened for it): with
+            # this read failing at every poll, runs going here lost their leases and ran twice.
+            logger.error("%s", exc)
+        try:
+            now = self._clock.time_ns()
             if full and now >= self._next_poll:
                 self._next_poll = now + min(store.poll_ns, self._lease // 3)
                 if self._owed:
