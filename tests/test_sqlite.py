@@ -592,6 +592,34 @@ def test_a_completion_after_the_lease_was_taken_over_is_refused(
     assert len(calls.keys) == 2  # the zombie ran, but only the other worker's outcome counts
 
 
+@pytest.mark.parametrize("ending", ["succeeds", "fails, to be retried", "fails for good"])
+def test_a_refused_outcome_is_not_counted_by_the_worker_that_lost_the_run(
+    open_scheduler: Opener, ending: str
+) -> None:
+    # The zombie's success, failure, retry or dead letter is not recorded: nor is it counted
+    # in its stats() (it said succeeded=1, or failed=1 and retried=1, for a run done elsewhere).
+    slow = open_scheduler(lease=30)
+    other_clock = FakeClock(T0)
+    other = open_scheduler(clock=other_clock, lease=30)
+
+    def stall() -> None:
+        other_clock.advance(50)
+        other.run_pending()
+        if ending != "succeeds":
+            raise RuntimeError("late")
+
+    slow.register("stall", stall)
+    other.register("stall", lambda: None)
+    retry = FixedBackoff([5]) if ending == "fails, to be retried" else None
+    slow.schedule("stall", 10, id="z", retry=retry)
+    slow.run_for(10)
+    stats = slow.stats()
+    assert (stats.succeeded, stats.failed, stats.retried) == (0, 0, 0)
+    assert slow.failed() == []
+    assert [r.state for r in other.runs()] == ["succeeded"]
+    assert other.stats().succeeded == 1
+
+
 # -- several schedulers on one file -----------------------------------------------------------------
 
 

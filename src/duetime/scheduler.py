@@ -3083,6 +3083,19 @@ class Scheduler:
                     fire,
                     job._id,
                 )
+                # Nor counted here: the run is the other worker's (counted there), and the
+                # retry or dead letter this outcome made here will not be.
+                stats = self._stats
+                if state == "succeeded":
+                    stats.succeeded -= 1
+                else:
+                    stats.failed -= 1
+                    if state == "failed":
+                        stats.retried -= 1
+                    else:
+                        dead = store.dead_letter(job.id)
+                        if dead is not None and dead.job is job:
+                            MemoryStore.take_dead(store, job.id)
                 self._reload(job)
             elif state == "dead":
                 row = ask[5]
