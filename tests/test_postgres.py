@@ -32,6 +32,7 @@ from duetime import (
     FakeClock,
     FixedRate,
     InvalidArgument,
+    JobState,
     JobSucceeded,
     Misfire,
     PostgresStore,
@@ -566,6 +567,23 @@ def test_a_terminated_connection_is_reopened(
     assert s.run_pending() == 2
     assert sorted(k.split("@")[0] for k in ran) == ["a", "b"]
     assert "lost the connection to PostgreSQL" in caplog.text
+    s.shutdown()
+
+
+def test_reads_on_a_connection_cut_while_idle_are_sent_again_without_an_error(
+    pg_store: StoreMaker, admin: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    s = Scheduler(FakeClock(T0), store=pg_store())
+    _recording(s)
+    s.schedule("rec", 10, id="a")
+    caplog.set_level(logging.WARNING, "duetime")
+    _terminate_workers(admin)
+    assert [r.key for r in s.runs()] == []  # (raised StoreError)
+    _terminate_workers(admin)
+    s.pause("a")  # (its poll first logged "polling failed" at ERROR)
+    assert s.get("a") is not None and s.get("a").state is JobState.PAUSED  # type: ignore[union-attr]
+    assert [r.levelname for r in caplog.records] == ["WARNING", "WARNING"]
+    assert caplog.text.count("lost the connection to PostgreSQL") == 2
     s.shutdown()
 
 

@@ -634,14 +634,21 @@ class PostgresStore(SQLStore):
             raise self._fail(what, exc) from exc
 
     def _read(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        db = self._handle(what)
         psycopg = _psycopg()
-        try:
-            rows: list[Any] = db.execute(sql, params).fetchall()
-        except psycopg.Error as exc:
-            self._lost(exc)
-            raise self._fail(what, exc) from exc
-        return rows
+        for first in (True, False):
+            db = self._handle(what)
+            try:
+                rows: list[Any] = db.execute(sql, params).fetchall()
+            except psycopg.Error as exc:
+                self._lost(exc)
+                if first and self._conn is None:
+                    # The connection had broken (cut while idle: a server restart, a
+                    # terminated backend). A read can be sent again, once, on a new one: the
+                    # call that polled first then neither fails nor logs an error for it.
+                    continue
+                raise self._fail(what, exc) from exc
+            return rows
+        raise AssertionError("unreachable")  # (the second pass returns or raises)
 
     def _rev(self, db: Any) -> int:
         rev: int = db.execute(self._q("SELECT nextval('{p}rev')")).fetchone()[0]
