@@ -633,7 +633,20 @@ class PostgresStore(SQLStore):
             self._lost(exc)
             raise self._fail(what, exc) from exc
 
+    def _write(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """One statement that writes (in its own transaction): its rows. Never sent twice: if
+        the connection broke, whether the server committed it is unknown."""
+        db = self._handle(what)
+        psycopg = _psycopg()
+        try:
+            rows: list[Any] = db.execute(sql, params).fetchall()
+        except psycopg.Error as exc:
+            self._lost(exc)
+            raise self._fail(what, exc) from exc
+        return rows
+
     def _read(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """A query that only reads: its rows."""
         psycopg = _psycopg()
         for first in (True, False):
             db = self._handle(what)
@@ -732,7 +745,7 @@ class PostgresStore(SQLStore):
         """Run ``statements`` in one transaction, sent together (one round trip); their
         rows."""
         if len(statements) == 1:
-            return [self._read(what, *statements[0])]
+            return [self._write(what, *statements[0])]
         psycopg = _psycopg()
         conn = self._handle(what).conn
         try:
@@ -830,7 +843,7 @@ class PostgresStore(SQLStore):
             return super().insert_new(rows, now)
         (row,) = rows
         values = job_values(row, 0, now)
-        ((rev, _),) = self._read(
+        ((rev, _),) = self._write(
             "saving jobs",
             self._q(_INSERT_ONE),
             (row.id, *values[2:], *ENDED_STATES, self._channel, self.worker),
