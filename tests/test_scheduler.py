@@ -1239,11 +1239,34 @@ def test_a_task_name_means_one_function(scheduler: Scheduler) -> None:
         scheduler.register("", print)
     with pytest.raises(TypeError, match="func must be callable, got 3"):
         scheduler.register("x", 3)  # type: ignore[arg-type]
-    with pytest.raises(
-        InvalidArgument, match=r"func 'jb' is not a registered task \(registered: job\)"
-    ):
-        scheduler.schedule("jb", 1)
     assert scheduler.tasks() == {"job": print} and len(scheduler) == 0
+
+
+def test_an_unregistered_task_name_is_refused_unless_a_store_keeps_it_for_workers(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler.register("job", print)
+    if not getattr(scheduler.store, "durable", False):
+        with pytest.raises(
+            InvalidArgument, match=r"func 'jb' is not a registered task \(registered: job\)"
+        ):
+            scheduler.schedule("jb", 1)
+        assert len(scheduler) == 0
+        return
+    # A process that only schedules names tasks its workers register: stored, and left to
+    # them (pending here, with a warning once due), until this process registers it too.
+    ran: list[int] = []
+    job = scheduler.schedule("jb", 1, args=[7], id="j")
+    assert job.name == "jb" and scheduler.tasks() == {"job": print}
+    clock = scheduler.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(1)
+    with caplog.at_level(logging.WARNING, "duetime"):
+        assert scheduler.run_pending() == 0
+    assert "task 'jb' is not registered in this process; it stays pending" in caplog.text
+    assert [j.id for j in scheduler.jobs()] == ["j"]
+    scheduler.register("jb", ran.append)
+    assert scheduler.run_pending() == 1 and ran == [7]
 
 
 def test_a_coroutine_job_that_is_cancelled_inside_fails_like_any_job(scheduler: Scheduler) -> None:

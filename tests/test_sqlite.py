@@ -1006,6 +1006,25 @@ def test_backfill_enqueues_each_missing_fire_once(open_scheduler: Opener, calls:
     ]
 
 
+def test_a_process_schedules_a_task_only_its_workers_register(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # A web app names the task; the worker that registered it runs it, the app does not.
+    app = open_scheduler()
+    worker = open_scheduler()
+    sent: list[str] = []
+    worker.register("send_report", sent.append)
+    app.schedule("send_report", 60, args=["weekly"], id="report")
+    app.schedule("send_report", Cron("* * * * *"), args=["minutely"], id="tick")
+    clock.advance(60)
+    assert app.run_pending() == 0  # (pending here: a warning, not a run)
+    assert worker.run_pending() == 2
+    assert sorted(sent) == ["minutely", "weekly"]
+    assert [(r.job_id, r.state) for r in app.runs("report")] == [("report", "succeeded")]
+    with pytest.raises(ConflictingIdError):
+        app.schedule("send_report", 60, id="tick")
+
+
 @pytest.mark.parametrize("change", ["cancel", "reschedule", "replace"])
 def test_fires_queued_for_a_job_are_dropped_with_its_schedule(
     open_scheduler: Opener, calls: Calls, change: str

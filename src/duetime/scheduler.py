@@ -552,6 +552,8 @@ class Scheduler:
         Args:
             func: Any callable (a coroutine function runs to completion; on ``AsyncScheduler``,
                 as a task on its loop), or the name of a task given to ``register``/``task``.
+                With a durable store, the name of a task this process has not registered
+                is stored for the processes that have (it stays pending here).
             when: A ``Recurrence`` (``At``, ``After``, ``FixedRate``, ``FixedDelay``, ``Cron``,
                 ``Poisson``), an aware datetime (= ``At``), a number of seconds or a timedelta
                 (= ``After``), or a cron string (= ``Cron`` in the scheduler's zone).
@@ -737,7 +739,7 @@ class Scheduler:
                 if self._durable and self._declared_again(
                     existing, func, trigger, args, kwargs, name, priority, opts, ref, paused
                 ):
-                    if type(existing.func) is MissingTask:
+                    if type(existing.func) is MissingTask and type(func) is not MissingTask:
                         # Loaded before its function was known here (a "module:qualname" this
                         # process does not import on the store's word): it is now.
                         self._tasks.setdefault(ref, func)
@@ -748,6 +750,8 @@ class Scheduler:
                 job = new_job(self, func, trigger)
             before = self._row(existing) if self._durable and existing is not None else None
             self._set_params(job, func, args, kwargs, name, priority, opts)
+            if type(func) is MissingTask:
+                self._unresolved.setdefault(func.task, []).append(job)
             if existing is not None:
                 if self._durable:
                     self._name_task(job, ref)
@@ -916,6 +920,11 @@ class Scheduler:
 
     def _task_named(self, name: str) -> Callable[..., Any]:
         func = self._tasks.get(name)
+        if func is None and self._durable:
+            # A process that only schedules (a web app, an admin script) names tasks that
+            # its workers register: the job is stored under the name, and this process
+            # leaves it to them (or to a later register()), as it does a loaded one.
+            return self._resolve(name) or MissingTask(name)
         if func is None:
             known = ", ".join(sorted(self._tasks)) or "none yet"
             raise InvalidArgument(
@@ -2362,6 +2371,8 @@ class Scheduler:
     def _name_task(self, job: Job, ref: str) -> None:
         """Keep ``job`` under task name ``ref``: remembered on the job if its function's
         default name is another (a function registered under several names)."""
+        if type(job.func) is MissingTask:
+            return  # (named by its task: rows take it from there)
         x = job._x
         if ref != self._task_ref(job.func):
             job._extras().task = ref
@@ -2371,7 +2382,7 @@ class Scheduler:
     def _insert(self, job: Job, ref: str, args_json: str) -> None:
         """Write a new job's row (lock held); undo the in-memory add if the store refuses."""
         self._name_task(job, ref)
-        if ref not in self._tasks and ":" in ref:
+        if ref not in self._tasks and ":" in ref and type(job.func) is not MissingTask:
             # A function passed in this process runs here under its module:qualname.
             self._tasks.setdefault(ref, job.func)
         try:
