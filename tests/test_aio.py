@@ -478,3 +478,37 @@ def test_async_scheduler_annotations_resolve_without_asyncio_imported_by_duetime
     assert "_task" in hints
     for name in ("start", "aclose", "idle", "__aenter__", "__aexit__"):
         assert "return" in typing.get_type_hints(getattr(AsyncScheduler, name)), name
+
+
+def test_closing_with_cancel_running_records_a_plain_job_that_started(tmp_path: Path) -> None:
+    # A plain function running in a thread cannot be cancelled: the close waits for it, so its
+    # outcome is written before the store closes (it was refused, "the store is closed", and
+    # the run stayed running, to be run again after its lease by the next worker).
+    clock = FakeClock(start=FAKE_START)
+    gate = threading.Event()
+    started = threading.Event()
+    waiter = cf.ThreadPoolExecutor(1)
+
+    def slow() -> None:
+        started.set()
+        gate.wait(10)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        s = AsyncScheduler(clock=clock, store=SQLiteStore(tmp_path / "j.db"))
+        s.register("slow", slow)
+        await s.start()
+        s.schedule("slow", 0, id="s")
+        assert await loop.run_in_executor(waiter, started.wait, 10)
+        close = asyncio.ensure_future(s.aclose(cancel_running=True))
+        for _ in range(1000):
+            await asyncio.sleep(0)
+        assert not close.done()  # (waiting for the job)
+        gate.set()
+        await asyncio.wait_for(close, 10)
+
+    asyncio.run(main())
+    waiter.shutdown()
+    s = Scheduler(clock, store=SQLiteStore(tmp_path / "j.db"))
+    assert [(r.state, r.attempt) for r in s.runs("s")] == [("succeeded", 1)]
+    s.shutdown()

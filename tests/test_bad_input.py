@@ -107,7 +107,7 @@ SCHEDULER_CASES: list[Case] = [
     ("resume unknown", lambda s: s.resume("nope"), JobLookupError, "'nope'"),
     ("trigger unknown", lambda s: s.trigger("nope"), JobLookupError, "'nope'"),
     ("get type", lambda s: s.get(5), TypeError, "id must be a str, got 5"),  # type: ignore[arg-type]
-    ("retry_failed unknown", lambda s: s.retry_failed("nope"), JobLookupError, "'nope'"),
+    ("retry_failed unknown", lambda s: s.retry_failed("nope"), JobLookupError, "no failed job with id 'nope'"),
     ("discard_failed type", lambda s: s.discard_failed(1), TypeError, "id must be a str"),  # type: ignore[arg-type]
     ("subscribe non-callable", lambda s: s.subscribe(None), TypeError, "listener must be callable"),  # type: ignore[arg-type]
     # driving time

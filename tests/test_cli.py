@@ -102,6 +102,8 @@ def test_store_commands_report_bad_ids_and_stores(
 ) -> None:
     assert main(["cancel", "nope", "--store", store_url]) == 1
     assert capsys.readouterr().err == "python -m duetime cancel: no job with id 'nope'\n"
+    assert main(["retry", "tick", "--store", store_url]) == 1  # (live, not a dead letter)
+    assert capsys.readouterr().err == "python -m duetime retry: no failed job with id 'tick'\n"
     assert main(["jobs", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
     assert "which does not exist" in capsys.readouterr().err
     assert main(["jobs", "--store", "postgresql://nowhere.invalid/app"]) == 1

@@ -1505,6 +1505,57 @@ def test_runs_and_failures_count_every_process_s_runs(
     assert mine is not None and (mine.runs, mine.failures) == expected
 
 
+def test_a_retry_queued_elsewhere_survives_a_stale_worker_losing_the_attempt_before_it(
+    open_scheduler: Opener, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "one" runs attempt 1 and fails. "two" runs attempt 2, fails and queues attempt 3. "one",
+    # not having read that, tries attempt 2 and loses it; reading the row back, it dropped
+    # attempt 3 as a copy of the fire it lost, and wrote the job completed over it: the retry
+    # never ran, and no dead letter came (two workers, a one-shot job, retries).
+    one = open_scheduler()
+    two = open_scheduler()
+    attempts: list[int] = []
+
+    def fail() -> None:
+        run = current_run()
+        assert run is not None
+        attempts.append(run.attempt)
+        raise RuntimeError("always")
+
+    one.register("flaky", fail)
+    two.register("flaky", fail)
+    one.schedule("flaky", 1, id="j", retry=FixedBackoff([1, 1]))
+    two.get("j")  # (two knows the job)
+    clock.advance(1)
+    assert one.run_pending() == 1
+    clock.advance(1)
+    assert two.run_pending() == 1
+    with monkeypatch.context() as m:
+        m.setattr(one, "_sync_locked", lambda full=True: None)  # (one reads no changes)
+        assert one.run_pending() == 0
+    clock.advance(1)
+    assert one.run_pending() + two.run_pending() == 1
+    assert attempts == [1, 2, 3]
+    assert [(r.state, r.attempt) for r in one.runs("j")] == [("dead", 3)]
+    assert [f.job.id for f in one.failed()] == ["j"]
+
+
+def test_retry_failed_of_a_job_that_died_in_another_process(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # The app scheduled the job, a worker ran it to its death; the app's copy is live until
+    # it reads the change: retry_failed() said ConflictingIdError for the job's own id.
+    app = open_scheduler()
+    worker = open_scheduler()
+    app.schedule("fail", 10, id="d")
+    clock.advance(10)
+    assert worker.run_pending() == 1
+    assert [f.job.id for f in app.failed()] == ["d"]
+    job = app.retry_failed("d")
+    assert job.id == "d" and app.failed() == []
+    assert worker.run_pending() == 1 and len(calls.keys) == 2
+
+
 Pair = tuple[Scheduler, Scheduler, list[str], list[int]]
 
 

@@ -57,6 +57,9 @@ class AsyncRunner(HeadWatcher):
         self._tasks: set[asyncio.Future[Any]] = set()
         # The process pools' own futures behind their asyncio wrappers (_run_in_process).
         self._pooled: dict[asyncio.Future[Any], cf.Future[Any]] = {}
+        # Plain functions in thread pools (_run_in_executor): whether each started, and an
+        # event set when it has finished and its outcome is recorded.
+        self._plain: dict[asyncio.Future[Any], tuple[dict[str, bool], asyncio.Event]] = {}
         self._cancel = False
 
     # -- called from any thread, under the scheduler's lock --------------------------------------
@@ -130,6 +133,7 @@ class AsyncRunner(HeadWatcher):
             if remove is not None:
                 remove()
             tasks = list(self._tasks)
+            plain = [self._plain[task] for task in tasks if task in self._plain]
             if self._cancel:
                 for task in tasks:
                     pooled = self._pooled.get(task)
@@ -138,6 +142,12 @@ class AsyncRunner(HeadWatcher):
                     (task if pooled is None else pooled).cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
+            for started, finished in plain:
+                # A thread cannot be cancelled: a plain function that started runs to its end,
+                # and its outcome is recorded before the scheduler closes its store (a durable
+                # store's run was otherwise left running, to be run again after its lease).
+                if started["started"]:
+                    await finished.wait()
             s.emit([SchedulerStopped(s.now())])
 
     def _dispatch(self, occ: Occ) -> None:
@@ -195,15 +205,23 @@ class AsyncRunner(HeadWatcher):
         job, nothing will record its outcome, so the run is abandoned here. Whether it started
         is settled under the scheduler's lock, so exactly one side does the bookkeeping.
         """
+        import asyncio
+
         s = self._s
         state = {"started": False, "abandoned": False}
+        finished = asyncio.Event()
+        loop = self._loop
 
         def run() -> None:
             with s.lock:
                 if state["abandoned"]:
                     return
                 state["started"] = True
-            s.execute(occ)
+            try:
+                s.execute(occ)
+            finally:
+                with contextlib.suppress(RuntimeError):  # (a closed loop waits for nothing)
+                    loop.call_soon_threadsafe(finished.set)
 
         def done(fut: asyncio.Future[Any]) -> None:
             if not fut.cancelled():
@@ -216,7 +234,12 @@ class AsyncRunner(HeadWatcher):
 
         fut = self._loop.run_in_executor(executor, run)
         fut.add_done_callback(done)
+        self._plain[fut] = (state, finished)
+        fut.add_done_callback(self._forget_plain)
         return fut
+
+    def _forget_plain(self, fut: asyncio.Future[Any]) -> None:
+        self._plain.pop(fut, None)
 
     def _task_done(self, fut: asyncio.Future[Any]) -> None:
         self._tasks.discard(fut)

@@ -29,15 +29,16 @@ class InvalidArgument(DuetimeError, ValueError):
 
 
 class JobLookupError(DuetimeError, LookupError):
-    """No live job has the given id.
+    """No live job (or, from ``retry_failed``, no failed job) has the given id.
 
     Args:
         job_id: The id that was looked up.
+        kind: What was looked for, in the message: ``"job"`` or ``"failed job"``.
     """
 
-    def __init__(self, job_id: Any) -> None:
+    def __init__(self, job_id: Any, kind: str = "job") -> None:
         self.job_id = job_id
-        super().__init__(f"no job with id {job_id!r}")
+        super().__init__(f"no {kind} with id {job_id!r}")
 
     def __str__(self) -> str:
         # LookupError subclasses such as KeyError repr() their argument; keep the sentence.

@@ -2115,10 +2115,14 @@ class Scheduler:
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
         with self._lock:
+            if self._durable and not self._shutdown:
+                # The job died in another process: this one's copy is live until it reads
+                # the change (it said ConflictingIdError for the job's own id).
+                self._sync_locked(full=False)
             self._sync_dead()
             entry = self._store.dead_letter(id)
             if entry is None:
-                raise JobLookupError(id)
+                raise JobLookupError(id, "failed job")
             if self._store.get(id) is not None:
                 raise ConflictingIdError(id)
             if self._shutdown:
@@ -2161,7 +2165,7 @@ class Scheduler:
                 # or discarded it) after this one last looked. (One this process has not
                 # written yet, its outcome waiting, is not in the store: it goes on.)
                 if not store.delete_dead(id) and id in self._dead_stored:
-                    raise JobLookupError(id)
+                    raise JobLookupError(id, "failed job")
                 row = self._row(job)
                 if row.next_base is not None:
                     # Asked for again at the instant it died, the fire has the dead one's key:
@@ -2993,7 +2997,13 @@ class Scheduler:
             if type(key) is not Job:
                 # The fire's key ran, or runs, elsewhere: a copy of this side read back from
                 # the row must not be queued again (it would lose the same claim forever).
-                stale = [x for x in job._sides or () if self._fire_of(x) == fire]
+                # Only a copy of this attempt or an earlier one: a later attempt of the same
+                # fire is the retry the worker that won this one queued when it failed (it
+                # was dropped, and the job written as completed over it).
+                attempt = ask[3]
+                stale = [
+                    x for x in job._sides or () if self._fire_of(x) == fire and x.attempt <= attempt
+                ]
                 if stale:
                     for x in stale:
                         self._drop_side(x)
