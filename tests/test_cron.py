@@ -147,6 +147,51 @@ def test_invalid_expressions_are_rejected_quoting_the_input(expr: str, message: 
         Cron(expr)
 
 
+@pytest.mark.parametrize(
+    ("expr", "reason"),
+    [
+        ("0 25 * * *", "the hour field must be within 0-23, got '25'"),
+        (
+            "*/0 * * * *",
+            "the minute field must be stepped by a whole number of 1 or more, got '*/0'",
+        ),
+        ("0 0 1 * * extra", "the day-of-week field must be numbers 0-7 or names such as sun"),
+        ("0 0 1 * fri#6", "the day-of-week field must give a weekday's occurrence 1-5 after '#'"),
+        ("0 0 0 * *", "the day field must be within 1-31, got '0'"),
+        ("0 0 * 1-13 *", "the month field must be within 1-12, got '13' in '1-13'"),
+        ("61 * * * * *", "the second field must be within 0-59, got '61'"),
+    ],
+)
+def test_an_invalid_field_is_named_with_its_range(expr: str, reason: str) -> None:
+    # (croniter's own reasons numbered the fields from 0 and quoted its rewritten expression:
+    # "it step '0' in field 0 is not acceptable", "Invalid day_of_week value: '6'" for fri#6.)
+    with pytest.raises(InvalidArgument) as caught:
+        Cron(expr)
+    assert str(caught.value).startswith(f"expr is not a valid cron expression: {expr!r} ({reason}")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"hour": 25}, r"^hour must be within 0-23, got '25' \(Cron\(hour=\.\.\.\) is not a valid"),
+        ({"minute": -1}, r"^minute must be a number, a range or '\*', got '-1'"),
+        ({"day": "1,15,last"}, r"^day takes L for the last day of the month, got 'last'"),
+    ],
+)
+def test_an_invalid_keyword_field_is_named(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        Cron(**fields)
+
+
+def test_a_cron_string_given_as_when_is_named_when() -> None:
+    s = Scheduler(FakeClock())
+    with pytest.raises(InvalidArgument, match=r"^when must have 5 fields .*got 1 in 'hello'"):
+        s.schedule(print, "hello")
+    with pytest.raises(InvalidArgument, match=r"^when is not a valid cron expression: '0 25"):
+        s.schedule(print, "0 25 * * *")
+    assert len(s) == 0
+
+
 def test_other_bad_input() -> None:
     with pytest.raises(TypeError, match="expr must be a cron expression string"):
         Cron(5)  # type: ignore[arg-type]

@@ -29,7 +29,8 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
-from typing import TYPE_CHECKING, ClassVar
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, integer, zone
 from duetime.errors import InvalidArgument
@@ -153,8 +154,8 @@ class Cron:
             raise TypeError(f"expr must be a cron expression string, got {expr!r}")
         text = " ".join(expr.split())
         text = _ALIASES.get(text.lower(), text)
-        fields = text.split(" ")
-        if len(fields) not in (5, 6) or not text:
+        fields = text.split(" ") if text else []
+        if len(fields) not in (5, 6):
             raise InvalidArgument(
                 f"expr must have 5 fields (or 6 with seconds first), got {len(fields)} in {expr!r}"
             )
@@ -165,6 +166,7 @@ class Cron:
                         f"expr uses croniter's hashed/random syntax {part!r}, which is not "
                         f"deterministic: {expr!r}"
                     )
+        _check_fields(fields, expr, set(given))
         parts = _union(fields, expr)
         minute, hour = (fields[0], fields[1]) if len(fields) == 5 else (fields[1], fields[2])
         set_(self, "_parts", parts)
@@ -343,6 +345,71 @@ def _apscheduler_day(day: str, has_day_of_week: bool) -> dict[str, str]:
 #: APScheduler's CronTrigger fields, most significant first, with their defaults.
 _FIELD_ORDER = (("month", "1"), ("day", "1"), ("day_of_week", "*"), ("hour", "0"),
                 ("minute", "0"), ("second", "0"))  # fmt: skip
+
+
+#: Each field's name (as Cron's keyword), range and names, in a 6-field expression's order.
+_FIELDS = (
+    ("second", 0, 59),
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day", 1, 31),
+    ("month", 1, 12),
+    ("day_of_week", 0, 7),
+)
+_ITEM = re.compile(r"^(\*|[a-z0-9]+(?:-[a-z0-9]+)?)(?:/(.*))?$")
+
+
+def _unnamed(names: dict[str, int], match: re.Match[str]) -> str:
+    """A word of a field with ``names`` taken out (``re.sub``)."""
+    return "" if match[0] in names else match[0]
+
+
+def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
+    """Refuse a value out of its field's range, a step below 1 or a word that is no name, naming
+    the field (the keyword, for ``Cron(hour=25)``), before croniter reads the expression (its
+    own messages number the fields from 0 and quote its rewritten expression). ``L`` and ``W``
+    items are left to it, and ``#`` ones but for the occurrence's range."""
+    spec = _FIELDS if len(fields) == 6 else _FIELDS[1:]
+    for given, (name, low, high) in zip(fields, spec, strict=True):
+        names = _MONTHS if name == "month" else _WEEKDAYS if name == "day_of_week" else {}
+
+        def refuse(reason: str, name: str = name) -> NoReturn:
+            if name in keywords:
+                raise InvalidArgument(
+                    f"{name} {reason} (Cron({name}=...) is not a valid cron expression: {expr!r})"
+                )
+            raise InvalidArgument(
+                f"expr is not a valid cron expression: {expr!r} (the "
+                f"{name.replace('_', '-')} field {reason})"
+            )
+
+        for item in given.lower().replace("?", "*").split(","):
+            if item == "last":
+                refuse("takes L for the last day of the month, got 'last'")
+            if "#" in item:
+                nth = item.rpartition("#")[2]
+                if not (nth.isdigit() and 1 <= int(nth) <= 5):
+                    refuse(f"must give a weekday's occurrence 1-5 after '#', got {item!r}")
+                continue
+            bare = _NAME.sub(partial(_unnamed, names), item)
+            if "l" in bare or "w" in bare:
+                continue  # (L, W: croniter reads them; _union refuses them out of days)
+            match = _ITEM.match(item)
+            if match is None:
+                refuse(f"must be a number, a range or '*', got {item!r}")
+            base, step = match.groups()
+            if step is not None and not (step.isdigit() and int(step) >= 1):
+                refuse(f"must be stepped by a whole number of 1 or more, got {item!r}")
+            if base == "*":
+                continue
+            for value in base.split("-"):
+                got = repr(value) if value == item else f"{value!r} in {item!r}"
+                if value.isdigit():
+                    if not low <= int(value) <= high:
+                        refuse(f"must be within {low}-{high}, got {got}")
+                elif value not in names:
+                    known = " or names such as " + ", ".join(list(names)[:3]) if names else ""
+                    refuse(f"must be numbers {low}-{high}{known}, got {got}")
 
 
 def _from_fields(given: dict[str, int | str]) -> str:

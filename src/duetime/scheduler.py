@@ -1035,7 +1035,14 @@ class Scheduler:
                     f"{param} {when!r} is APScheduler's name for a trigger; pass the trigger "
                     f"itself: {hint}"
                 )
-            return Cron(when, tz=self._tz)
+            try:
+                return Cron(when, tz=self._tz)
+            except InvalidArgument as exc:
+                # (Cron's messages name its own parameter, expr; the caller passed this one.)
+                text = str(exc)
+                if text.startswith("expr "):
+                    raise InvalidArgument(f"{param} {text[5:]}") from None
+                raise
         raise TypeError(
             f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
             f"string, got {when!r}"
