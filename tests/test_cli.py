@@ -85,9 +85,13 @@ def test_store_commands_change_the_store(
 ) -> None:
     assert main(["pause", "tick", "--store", store_url]) == 0
     assert capsys.readouterr().out == "paused tick\n"
+    assert main(["pause", "tick", "--store", store_url]) == 0  # (a no-op, said as one)
+    assert capsys.readouterr().out == "tick was paused already\n"
     main(["jobs", "--store", store_url, "--state", "paused"])
     assert "tick" in capsys.readouterr().out
     assert main(["resume", "tick", "--store", store_url]) == 0
+    assert main(["resume", "tick", "--store", store_url]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == ["resumed tick", "tick is not paused"]
     assert main(["retry", "broken", "--store", store_url]) == 0
     assert main(["trigger", "tick", "--store", store_url]) == 0
     assert main(["cancel", "tick", "--store", store_url]) == 0
@@ -119,6 +123,10 @@ def test_store_commands_report_bad_ids_and_stores(
         with psycopg.connect(database) as conn:
             found = conn.execute("SELECT to_regnamespace('missing_schema')").fetchone()
         assert found == (None,)
+        # A database that does not exist is a bad --store too, as a missing file is.
+        nodb = database.rpartition("/")[0] + "/duetime_no_such_database"
+        assert main(["jobs", "--store", nodb]) == 2
+        assert 'database "duetime_no_such_database" does not exist' in capsys.readouterr().err
     assert main(["jobs", "--store", "mysql://db/app"]) == 2
     assert "store must be a store object or a URL" in capsys.readouterr().err
     assert main(["runs", "--store", store_url, "-n", "0"]) == 2

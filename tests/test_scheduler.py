@@ -20,6 +20,7 @@ from duetime import (
     After,
     At,
     ConflictingIdError,
+    Cron,
     FakeClock,
     FixedBackoff,
     FixedDelay,
@@ -860,6 +861,21 @@ def test_a_one_shot_in_the_past_runs_at_once_and_says_so(
     assert "1.500 seconds in the past" in messages[1]
     assert job.next_run_time == FAKE_START - timedelta(hours=1)
     assert scheduler.run_pending() == 2 and calls == ["late", "at"]
+
+
+def test_a_recurrence_with_no_fire_to_come_ends_at_once_and_says_so(
+    scheduler: Scheduler, calls: list[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    closed = Cron("0 9 * * *", end=FAKE_START - timedelta(days=1))
+    with caplog.at_level(logging.WARNING, logger="duetime"):
+        job = scheduler.schedule(calls.append, closed, args=("never",))
+        scheduler.schedule(calls.append, Cron("0 9 * * *"), args=("daily",))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"when {closed!r} has no fire to come (its end has passed, or nothing in its window "
+        "matches): the job is completed at once without running"
+    ]
+    assert job.state is JobState.COMPLETED and job.next_run_time is None
+    assert scheduler.run_pending() == 0 and calls == []
 
 
 def test_step_until_never_runs_past_the_horizon(

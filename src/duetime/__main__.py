@@ -23,11 +23,11 @@ from duetime._validate import zone
 from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
-from duetime.job import Job, Misfire, current_run
+from duetime.job import Job, JobState, Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores import codec
-from duetime.stores.postgres import PostgresStore
+from duetime.stores.postgres import PostgresStore, missing_database
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
 
@@ -273,7 +273,14 @@ def _open(url: str) -> Scheduler:
                 raise _Usage(f"--store names {store.path!r}, which does not exist")
         elif url.startswith(("postgresql:", "postgres:")):
             store = PostgresStore.from_url(url)
-            if not store._created():
+            try:
+                created = store._created()
+            except StoreError as exc:
+                # A database that does not exist is the server's missing file: a bad --store.
+                if missing_database(exc.__cause__):
+                    raise _Usage(f"--store: {exc}") from exc
+                raise
+            if not created:
                 raise _Usage(
                     f"--store: the database has no duetime schema {store.schema!r} (no scheduler "
                     "has used it yet; choose another with ?schema=name)"
@@ -344,6 +351,7 @@ def runs(url: str, job: str | None, state: str | None, count: int) -> int:
 def change(url: str, action: str, id: str) -> int:
     """Cancel, pause, resume, trigger or retry one job of a store."""
     s = _open(url)
+    already = None
     try:
         if action == "cancel":
             if not s.cancel(id):
@@ -351,12 +359,20 @@ def change(url: str, action: str, id: str) -> int:
         elif action == "retry":
             s.retry_failed(id)
         else:
+            job = s.get(id)
+            if job is None:
+                raise JobLookupError(id)
+            # (Pausing a paused job, resuming one that is not, changes nothing: say so.)
+            if action == "pause" and job.state is JobState.PAUSED:
+                already = f"{id} was paused already"
+            elif action == "resume" and job.state is not JobState.PAUSED:
+                already = f"{id} is not paused"
             getattr(s, action)(id)
     finally:
         s.shutdown()
     done = {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}
     what = done.get(action, "queued a run of" if action == "trigger" else "queued again")
-    print(f"{what} {id}")
+    print(already or f"{what} {id}")
     return 0
 
 

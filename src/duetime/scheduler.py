@@ -1000,6 +1000,14 @@ class Scheduler:
         due = trigger.first(self._env)
         if type(trigger) is At and due is not None:
             self._note_past(trigger.when, due)
+        elif due is None:
+            # Accepted (a window that closed is not bad input: the same code may run before
+            # and after it), but not silently: the job ends at once, having never run.
+            logger.warning(
+                "when %r has no fire to come (its end has passed, or nothing in its window "
+                "matches): the job is completed at once without running",
+                trigger,
+            )
         return trigger, due
 
     def _note_past(self, when: datetime, first: int) -> None:

@@ -362,6 +362,16 @@ def _check_dsn(dsn: str) -> None:
         ) from None
 
 
+def missing_database(exc: BaseException | None) -> bool:
+    """Whether a driver's error says the DSN's database does not exist (a connection refused
+    for it carries no SQLSTATE: its message says so)."""
+    if exc is None:
+        return False
+    state = getattr(getattr(exc, "diag", None), "sqlstate", None) or ""
+    low = str(exc).lower()
+    return state == "3D000" or ("database" in low and "does not exist" in low)
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -545,7 +555,7 @@ class PostgresStore(SQLStore):
         state = getattr(getattr(exc, "diag", None), "sqlstate", None) or ""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         low = text.lower()
-        if state == "3D000" or ("database" in low and "does not exist" in low):
+        if missing_database(exc):
             advice = "create the database first (createdb NAME), or name another one"
         elif state in ("28P01", "28000") or "authentication failed" in low:
             advice = "check the user and password in the DSN (or ~/.pgpass)"
