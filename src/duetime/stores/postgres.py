@@ -288,12 +288,12 @@ _SETTLE_MANY = (
     "AND u.worker = ? AND u.attempt = v.attempt "
     "AND (u.state = 'running') IS TRUE RETURNING u.key, u.job_id, u.state), "
     "w AS (" + _rows(_OUTCOME_ROW) + "), "
-    "n AS (SELECT job_id, count(*) AS runs, count(*) FILTER (WHERE state <> 'succeeded') "
-    "AS failures FROM r GROUP BY job_id), "
-    "lk AS (SELECT id FROM {p}jobs WHERE id IN (SELECT job_id FROM r) ORDER BY id FOR UPDATE), "
+    "lk AS (SELECT k.id, n.runs, n.failures FROM (SELECT job_id, count(*) AS runs, "
+    "count(*) FILTER (WHERE state <> 'succeeded') AS failures FROM r GROUP BY job_id) n "
+    "JOIN {p}jobs k ON k.id = n.job_id ORDER BY k.id FOR UPDATE OF k), "
     "j AS (UPDATE {p}jobs j SET rev = nextval('{p}rev'), xid = pg_current_xact_id(), "
-    + progress_set("j", "w", ("n.runs", "n.failures"))
-    + " FROM w, lk, n WHERE j.id = w.id AND lk.id = w.id AND n.job_id = w.id AND "
+    + progress_set("j", "w", ("lk.runs", "lk.failures"))
+    + " FROM w, lk WHERE j.id = w.id AND lk.id = w.id AND "
     + still_live("j")
     + " RETURNING j.id, j.rev, j.state = w.state AND j.trigger = w.trigger "
     "AND j.next_base IS NOT DISTINCT FROM w.next_base "
