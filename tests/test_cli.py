@@ -3,13 +3,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from duetime import FakeClock, FixedRate, Scheduler
+from duetime import Cron, FakeClock, FixedRate, Scheduler
 from duetime.__main__ import main
 
 
@@ -99,6 +99,20 @@ def test_store_commands_change_the_store(
     main(["jobs", "--store", store_url])
     out = capsys.readouterr().out
     assert "broken" in out and "tick" not in out
+
+
+def test_jobs_shows_triggers_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    start = datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc)
+    s = Scheduler(FakeClock(start), store=url)
+    s.register("ok", print)
+    s.schedule("ok", start + timedelta(days=2), id="once")
+    s.schedule("ok", Cron("0 9 * * *", tz="Europe/Berlin", end=start + timedelta(days=9)), id="c")
+    s.shutdown()
+    assert main(["jobs", "--store", url]) == 0
+    out = capsys.readouterr().out
+    assert "Cron('0 9 * * *', tz='Europe/Berlin', end=2026-03-11T08:00:00+00:00)" in out
+    assert "At(2026-03-04T08:00:00+00:00)" in out  # (was At(when=datetime.datetime(2026, ...)))
 
 
 def test_store_commands_report_bad_ids_and_stores(

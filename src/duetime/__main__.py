@@ -24,7 +24,7 @@ from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.job import Job, JobState, Misfire, current_run
-from duetime.recurrence import FixedRate
+from duetime.recurrence import At, FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores import codec
 from duetime.stores.postgres import PostgresStore, missing_database
@@ -290,13 +290,32 @@ def _open(url: str) -> Scheduler:
         raise _Usage(f"--store: {exc}") from exc
 
 
+def _utc(when: datetime) -> str:
+    return when.astimezone(timezone.utc).isoformat()
+
+
+def _trigger_text(trigger: object) -> str:
+    """A job's trigger for the table: the dataclass reprs, shortened (a datetime in ISO form,
+    UTC as the table's other times, fields left at their defaults left out)."""
+    if isinstance(trigger, At):
+        return f"At({_utc(trigger.when)})"
+    if isinstance(trigger, Cron):
+        extra = [f"tz={trigger.tz!r}"] if trigger.tz is not None else []
+        extra += [
+            f"{k}={_utc(v)}" for k, v in (("start", trigger.start), ("end", trigger.end)) if v
+        ]
+        return f"Cron({', '.join([repr(trigger.expr), *extra])})"
+    return repr(trigger)
+
+
 def jobs(url: str, state: str | None) -> int:
     """Print the store's live jobs as a table."""
     s = _open(url)
     try:
         found = [j for j in s.jobs() if state is None or j.state.value == state]
         rows: list[tuple[object, ...]] = [
-            (j.id, j.name, j.state.value, _when(j.next_run_time), repr(j.trigger)) for j in found
+            (j.id, j.name, j.state.value, _when(j.next_run_time), _trigger_text(j.trigger))
+            for j in found
         ]
         header: tuple[str, ...] = ("ID", "NAME", "STATE", "NEXT RUN (UTC)", "TRIGGER")
         notes = _unrunnable(s, found)
