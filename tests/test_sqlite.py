@@ -2076,6 +2076,31 @@ def test_a_batch_is_one_transaction(open_scheduler: Opener, db: Path) -> None:
     assert "half" not in open_scheduler()
 
 
+def test_a_batch_that_raises_leaves_memory_as_the_store(open_scheduler: Opener) -> None:
+    # The store rolled back every change of the block; memory kept all but the new jobs (a
+    # pause that was never stored, a cancelled job gone from memory only).
+    s = open_scheduler()
+    s.schedule("record", 60, id="p")
+    s.schedule("record", 60, id="c")
+    s.schedule("record", 60, id="r")
+
+    def changes() -> None:
+        with s.batch():
+            s.pause("p")
+            s.cancel("c")
+            s.reschedule("r", 600)
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        changes()
+    fresh = open_scheduler()
+    for scheduler in (s, fresh):
+        jobs = {j.id: j for j in scheduler.jobs()}
+        assert sorted(jobs) == ["c", "p", "r"]
+        assert jobs["p"].state is JobState.SCHEDULED
+        assert jobs["r"].next_run_time == T0 + timedelta(seconds=60)
+
+
 # -- faults -----------------------------------------------------------------------------------------
 
 

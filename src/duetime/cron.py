@@ -359,6 +359,12 @@ _FIELDS = (
 _ITEM = re.compile(r"^(\*|[a-z0-9]+(?:-[a-z0-9]+)?)(?:/(.*))?$")
 
 
+def _digits(text: str) -> bool:
+    """Whether ``text`` is a number in ASCII digits (``"²".isdigit()`` is true, ``int("²")``
+    fails)."""
+    return text.isascii() and text.isdigit()
+
+
 def _unnamed(names: dict[str, int], match: re.Match[str]) -> str:
     """A word of a field with ``names`` taken out (``re.sub``)."""
     return "" if match[0] in names else match[0]
@@ -388,7 +394,7 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
                 refuse("takes L for the last day of the month, got 'last'")
             if "#" in item:
                 nth = item.rpartition("#")[2]
-                if not (nth.isdigit() and 1 <= int(nth) <= 5):
+                if not (_digits(nth) and 1 <= int(nth) <= 5):
                     refuse(f"must give a weekday's occurrence 1-5 after '#', got {item!r}")
                 continue
             bare = _NAME.sub(partial(_unnamed, names), item)
@@ -398,13 +404,13 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
             if match is None:
                 refuse(f"must be a number, a range or '*', got {item!r}")
             base, step = match.groups()
-            if step is not None and not (step.isdigit() and int(step) >= 1):
+            if step is not None and not (_digits(step) and int(step) >= 1):
                 refuse(f"must be stepped by a whole number of 1 or more, got {item!r}")
             if base == "*":
                 continue
             for value in base.split("-"):
                 got = repr(value) if value == item else f"{value!r} in {item!r}"
-                if value.isdigit():
+                if _digits(value):
                     if not low <= int(value) <= high:
                         refuse(f"must be within {low}-{high}, got {got}")
                 elif value not in names:

@@ -3132,6 +3132,7 @@ class Scheduler:
                         dead = store.dead_letter(job.id)
                         if dead is not None and dead.job is job:
                             MemoryStore.take_dead(store, job.id)
+                            stats.dead -= 1
                 self._reload(job)
             elif state == "dead":
                 row = ask[5]
@@ -3285,13 +3286,28 @@ class Scheduler:
             yield
             return
         with self._lock:
-            before = set(self._store.index)
+            store: Any = self._store
+            before = set(store.index)
             try:
-                with self._store.batch():  # type: ignore[attr-defined]
+                with store.batch():
                     yield
             except BaseException:
-                for id in set(self._store.index) - before:
-                    self._drop_local(self._store.index[id])
+                for id in set(store.index) - before:
+                    self._drop_local(store.index[id])
+                # The other changes (a pause, a reschedule, a cancel) were rolled back in the
+                # store: read their jobs back, or memory would keep them (once the store
+                # answers, if it does not now: _reload leaves them to the next poll).
+                for id in store.touched():
+                    job = store.index.get(id)
+                    if job is not None:
+                        self._reload(job, quiet=True)
+                        continue
+                    try:  # (cancelled in the batch: back, if the store still has it live)
+                        row = store.load_row(id)
+                    except StoreError:
+                        continue
+                    if row is not None and row.state not in ENDED_STATES:
+                        self._restore(None, row, self._clock.time_ns())
                 raise
 
     # -- driving time by hand -------------------------------------------------------------------

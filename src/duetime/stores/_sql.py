@@ -105,9 +105,16 @@ READ_COLUMNS = (
     "sides, catchup, attempt, runs, failures, last_error, rev"
 )
 
-# The end of an INSERT of a job's row that replaces the row of a job with the same id.
+# The end of an INSERT of a job's row that replaces the row of a job with the same id. A live
+# job's counters stand (only outcomes add to them, COUNTED: an outcome that could not be
+# written yet is counted in the copy this row comes from, and adds its run when it is); an ended
+# job's row is replaced whole.
 UPSERT_CONFLICT = "ON CONFLICT (id) DO UPDATE SET " + ", ".join(
-    f"{column} = excluded.{column}" for column in ("rev", *JOB_SET)
+    f"{column} = CASE WHEN {{p}}jobs.state IN ({', '.join(map(repr, ENDED_STATES))}) "
+    f"THEN excluded.{column} ELSE {{p}}jobs.{column} END"
+    if column in ("runs", "failures")
+    else f"{column} = excluded.{column}"
+    for column in ("rev", *JOB_SET)
 )
 
 _UPSERT_JOB = (
@@ -313,6 +320,7 @@ class SQLStore(MemoryStore):
         "_pending_now",
         "_prefix",
         "_sql",
+        "_touched",
         "poll_ns",
         "retention_ns",
         "worker",
@@ -335,6 +343,7 @@ class SQLStore(MemoryStore):
         self._batch = 0  # depth of open batch() blocks
         self._pending: list[JobRow] = []  # new jobs' rows a batch writes at its end
         self._pending_now = 0
+        self._touched: set[str] = set()  # the jobs a batch wrote (read back if it fails)
         self._known_queued: set[str] = set()  # queued run keys this process has taken in
         # Fire keys of the runs this process holds a lease on: only these are renewed. (A claim
         # whose commit was lost with the connection may have been recorded for this worker
@@ -391,6 +400,13 @@ class SQLStore(MemoryStore):
         for row in rows:
             row.rev = rev
             self._mine[row.id] = rev
+        if self._batch:
+            self._touched.update(row.id for row in rows)
+
+    def touched(self) -> set[str]:
+        """The ids of the jobs written in the batch going on (or the last one), so that a batch
+        rolled back can read them back."""
+        return set(self._touched)
 
     # -- writing jobs -----------------------------------------------------------------------------
 
@@ -523,6 +539,7 @@ class SQLStore(MemoryStore):
             finally:
                 self._batch -= 1
             return
+        self._touched = set()
         with self._tx("a batch of changes"):
             self._batch = 1
             try:

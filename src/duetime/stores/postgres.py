@@ -461,6 +461,7 @@ class PostgresStore(SQLStore):
         "_channel",
         "_closed",
         "_conn",
+        "_cut",
         "_down_until",
         "_listener",
         "_low",
@@ -505,6 +506,7 @@ class PostgresStore(SQLStore):
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = True
         self._down_until = 0.0  # real monotonic time before which no reconnect is tried
+        self._cut = False  # the last statement that failed lost the connection
         self._backoff = _RECONNECT_FIRST
         self._low = "0"  # the oldest transaction id whose writes may not have been read yet
         # The queued runs read with the last changes, for the queued_runs() call that follows.
@@ -589,6 +591,15 @@ class PostgresStore(SQLStore):
         conn = self._conn
         if conn is not None and not conn.closed:
             return _Handle(conn)
+        if self._batch:
+            # The batch's transaction went with the connection: what it wrote is gone, and
+            # what follows must not be committed alone on a new one.
+            raise StoreError(
+                self._where,
+                f"{what} failed (the connection was lost in the middle of a batch: nothing "
+                "of the batch is stored)",
+                "run the batch again",
+            )
         now = real_monotonic()
         if now < self._down_until:
             raise StoreError(
@@ -613,13 +624,18 @@ class PostgresStore(SQLStore):
         ``pg_terminate_backend``) is reopened at the next use: the fires whose claim it failed
         are tried again then, not seconds later (each failing try costs nothing while the
         server stays away: no attempt is made before the backoff ends)."""
+        if not self._cut:
+            # The connection stood: the statement itself failed (a read-only replica after a
+            # failover, a permission, a full disk), which a quick retry would only repeat.
+            return super().retry_in_ns()
         wait = self._down_until - real_monotonic()
         return int(min(max(wait, 0.25), _RECONNECT_MAX) * NS_PER_SECOND)
 
     def _lost(self, exc: Exception) -> None:
         """After an error: if the connection broke, drop it (the next use reopens it)."""
         conn = self._conn
-        if conn is not None and (conn.closed or conn.broken):
+        self._cut = conn is not None and (conn.closed or conn.broken)
+        if conn is not None and self._cut:
             logger.warning("lost the connection to PostgreSQL %s: %s", redact_dsn(self.dsn), exc)
             with contextlib.suppress(Exception):
                 conn.close()
@@ -642,6 +658,16 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             self._lost(exc)
             raise self._fail(what, exc) from exc
+        if db.conn.closed or db.conn.broken:
+            # (Cut in the block, its failure caught there: psycopg leaves a transaction on a
+            # closed connection without a word, and nothing was committed.)
+            self._lost(RuntimeError("closed in a transaction"))
+            raise StoreError(
+                self._where,
+                f"{what} failed (the connection was lost before the transaction committed: "
+                "nothing of it is stored)",
+                "check that PostgreSQL is running",
+            )
 
     def _write(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """One statement that writes (in its own transaction): its rows. Never sent twice: if
@@ -664,7 +690,7 @@ class PostgresStore(SQLStore):
                 rows: list[Any] = db.execute(sql, params).fetchall()
             except psycopg.Error as exc:
                 self._lost(exc)
-                if first and self._conn is None:
+                if first and self._conn is None and not self._batch:
                     # The connection had broken (cut while idle: a server restart, a
                     # terminated backend). A read can be sent again, once, on a new one: the
                     # call that polled first then neither fails nor logs an error for it.
