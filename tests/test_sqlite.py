@@ -620,6 +620,41 @@ def test_a_refused_outcome_is_not_counted_by_the_worker_that_lost_the_run(
     assert other.stats().succeeded == 1
 
 
+def test_a_run_taken_over_is_not_started_by_a_worker_that_lost_it_before_it_started(
+    open_scheduler: Opener, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "one" takes the run over from "zero" but stalls before starting it; "two" takes it over
+    # from "one" in turn and runs it. "one", waking, started it too (attempt 2 beside 3).
+    clocks = [FakeClock(T0) for _ in range(3)]
+    zero, one, two = (open_scheduler(clock=c, lease=30) for c in clocks)
+    attempts: list[int] = []
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        attempts.append(run.attempt)
+        if run.attempt == 1:
+            clocks[1].advance(50)
+            with one._lock:
+                one._sync_locked()  # (takes the run over: queued here, not started)
+            clocks[2].advance(100)
+            assert two.run_pending() == 1  # (takes it over from "one" and runs it)
+            with caplog.at_level(logging.WARNING, logger="duetime"), monkeypatch.context() as m:
+                m.setattr(one, "_sync_locked", lambda full=True: None)  # (reads no changes)
+                assert one.run_pending() == 0
+            assert "was taken over by another worker before it started" in caplog.text
+
+    for s in (zero, one, two):
+        s.register("job", job)
+    zero.schedule("job", 10, id="j")
+    two.get("j")
+    one.get("j")
+    clocks[0].advance(10)
+    zero.run_pending()
+    assert attempts == [1, 3]
+    assert [(r.state, r.attempt) for r in two.runs("j")] == [("succeeded", 3)]
+
+
 # -- several schedulers on one file -----------------------------------------------------------------
 
 

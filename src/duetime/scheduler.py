@@ -2908,19 +2908,34 @@ class Scheduler:
         if not regular and key.claimed == 1:
             # A run taken over from a lost worker is this process's already; it starts here
             # unless a run of the job is going in another worker (then it waits, as any fire
-            # of the job does, unless Overlap.ALLOW).
-            if (job._opts.overlap or self._overlap) is not Overlap.ALLOW:
-                try:
-                    going = self._store.is_running_elsewhere(job.id, wall)  # type: ignore[attr-defined]
-                except StoreError as exc:
-                    logger.error("could not start run %s taken over: %s", key.key, exc)
-                    going = True
-                if going:
-                    job._running -= 1
-                    self._running_total -= 1
+            # of the job does, unless Overlap.ALLOW), or unless it is no longer this
+            # process's: stalled past the lease while it waited, another worker took it over
+            # in turn (it started in both, and twice here, a held copy of each attempt).
+            wait = (job._opts.overlap or self._overlap) is not Overlap.ALLOW
+            try:
+                verdict = self._store.start_taken(  # type: ignore[attr-defined]
+                    key.key, job.id, key.attempt, wall, self._lease, wait
+                )
+            except StoreError as exc:
+                logger.error("could not start run %s taken over: %s", key.key, exc)
+                verdict = "wait"
+            if verdict != "start":
+                job._running -= 1
+                self._running_total -= 1
+                if verdict == "wait":
                     self._queue_side(key, wall + _BUSY_BACKOFF)
-                    self._settle(job)
+                else:
+                    self._taken.discard(key)
+                    logger.warning(
+                        "run %s of job %r, taken over here, was taken over by another worker "
+                        "before it started (this process stalled past its lease): not started",
+                        key.key,
+                        job.id,
+                    )
+                    self._reload(job)  # (as the store has it: the other worker's run going)
                     return None
+                self._settle(job)
+                return None
             self._taken.discard(key)
             return occ, None
         fire = occ[6]

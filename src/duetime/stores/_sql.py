@@ -654,15 +654,32 @@ class SQLStore(MemoryStore):
         found = db.execute(self._q("SELECT " + sql), params).fetchone()
         return bool(found[0])
 
-    def is_running_elsewhere(self, job_id: str, now: int) -> bool:
-        """Whether another worker's run of job ``job_id`` is going at ``now`` (its lease not run
-        out)."""
-        rows = self._read(
-            "reading runs",
-            self._q("SELECT " + running_elsewhere("?", "?")),
-            (job_id, now, self.worker),
-        )
-        return bool(rows[0][0])
+    def start_taken(
+        self, key: str, job_id: str, attempt: int, now: int, lease_ns: int, wait: bool
+    ) -> str:
+        """Before a run this process took over from a lost worker starts: ``"lost"`` if its
+        record is no longer this process's at that attempt (this one stalled past the lease
+        meanwhile, and another took it over in turn: it must not start here too), else
+        ``"wait"`` if ``wait`` and another worker's run of the job is going (its lease not run
+        out), else ``"start"``, with the run's lease renewed and its start time recorded."""
+        with self._tx("starting a run taken over") as db:
+            if wait and self._running_elsewhere(db, job_id, now):
+                mine = db.execute(
+                    self._q(
+                        "SELECT 1 FROM {p}runs WHERE key = ? AND worker = ? AND attempt = ? "
+                        "AND state = 'running'"
+                    ),
+                    (key, self.worker, attempt),
+                ).fetchone()
+                return "wait" if mine is not None else "lost"
+            cur = db.execute(
+                self._q(
+                    "UPDATE {p}runs SET lease_until = ?, started = ? WHERE key = ? AND worker = ? "
+                    "AND attempt = ? AND state = 'running'"
+                ),
+                (now + lease_ns, now, key, self.worker, attempt),
+            )
+            return "start" if cur.rowcount == 1 else "lost"
 
     def _claim_answer(self, ask: ClaimAsk) -> tuple[str, JobRow | None]:
         """``claim``'s answer as ``claim_many`` gives it (no row read back)."""
@@ -749,7 +766,9 @@ class SQLStore(MemoryStore):
                     self._q("SELECT state, worker, attempt FROM {p}runs WHERE key = ?"), (key,)
                 ).fetchone()
                 if found is None or tuple(found) != (state, self.worker, attempt):
-                    self._held.discard(key)
+                    if found is None or found[1] != self.worker:
+                        # (Still this process's, at a later attempt it took over: renewed.)
+                        self._held.discard(key)
                     return False
             if row is not None:
                 rev = self._rev(db)
