@@ -1505,6 +1505,15 @@ def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     }
 
 
+def _two(open_scheduler: Opener, task: str, func: Callable[[], Any]) -> tuple[Scheduler, Scheduler]:
+    """Two processes ("one", "two") on one store, ``func`` registered in both as ``task``."""
+    one = open_scheduler()
+    two = open_scheduler()
+    one.register(task, func)
+    two.register(task, func)
+    return one, two
+
+
 @pytest.mark.parametrize("fails", [False, True])
 def test_runs_and_failures_count_every_process_s_runs(
     open_scheduler: Opener, clock: FakeClock, fails: bool
@@ -1512,8 +1521,6 @@ def test_runs_and_failures_count_every_process_s_runs(
     # "one" runs the 08:01 fire; meanwhile "two" runs the 08:02 one and records it. "one"'s
     # copy of the job still counts no run: its outcome adds its own run to what the row has
     # (written whole from the copy, the row counted one run instead of two).
-    one = open_scheduler()
-    two = open_scheduler()
     keys: list[str] = []
 
     def job() -> None:
@@ -1525,8 +1532,7 @@ def test_runs_and_failures_count_every_process_s_runs(
         if fails:
             raise RuntimeError("counted")
 
-    one.register("job", job)
-    two.register("job", job)
+    one, two = _two(open_scheduler, "job", job)
     one.schedule("job", FixedRate(60), id="f", misfire=Misfire.RUN_ALL, overlap=Overlap.ALLOW)
     two.get("f")  # (two knows the job)
     clock.advance(120)
@@ -1547,8 +1553,6 @@ def test_a_retry_queued_elsewhere_survives_a_stale_worker_losing_the_attempt_bef
     # not having read that, tries attempt 2 and loses it; reading the row back, it dropped
     # attempt 3 as a copy of the fire it lost, and wrote the job completed over it: the retry
     # never ran, and no dead letter came (two workers, a one-shot job, retries).
-    one = open_scheduler()
-    two = open_scheduler()
     attempts: list[int] = []
 
     def fail() -> None:
@@ -1557,8 +1561,7 @@ def test_a_retry_queued_elsewhere_survives_a_stale_worker_losing_the_attempt_bef
         attempts.append(run.attempt)
         raise RuntimeError("always")
 
-    one.register("flaky", fail)
-    two.register("flaky", fail)
+    one, two = _two(open_scheduler, "flaky", fail)
     one.schedule("flaky", 1, id="j", retry=FixedBackoff([1, 1]))
     two.get("j")  # (two knows the job)
     clock.advance(1)
