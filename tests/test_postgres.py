@@ -620,19 +620,29 @@ def test_a_fire_due_while_the_server_is_down_runs_once_it_is_back(
     assert sorted(ran) == ["once@2026-03-02T08:00:10+00:00", "rate@2026-03-02T08:00:10+00:00"]
 
 
+def _asleep_before(
+    clock: FakeClock, store: PostgresStore, n: int, caplog: Any
+) -> tuple[Scheduler, list[str]]:
+    """A started scheduler (jobs run inline) on ``store``, asleep until its ``n`` one-shot
+    jobs fall due 10 fake seconds on, errors logged to ``caplog``; and the list of fire keys
+    they record."""
+    s = Scheduler(clock, store=store, executor="inline")
+    ran = _recording(s)
+    for i in range(n):
+        s.schedule("rec", 10, id=f"j{i}")
+    caplog.set_level(logging.ERROR, "duetime")
+    s.start()
+    assert s.wait_idle(WAIT)
+    return s, ran
+
+
 def test_a_batch_of_claims_the_server_refused_is_one_log_line_and_runs_later(
     pg_database: str, pg_schema: str, admin: psycopg.Connection[Any], caplog: Any
 ) -> None:
     clock = FakeClock(T0)
     store = _Outage(pg_database, schema=pg_schema)
-    s = Scheduler(clock, store=store, executor="inline")
-    ran = _recording(s)
-    for i in range(5):
-        s.schedule("rec", 10, id=f"j{i}")
-    caplog.set_level(logging.ERROR, "duetime")
-    s.start()
+    s, ran = _asleep_before(clock, store, 5, caplog)
     try:
-        assert s.wait_idle(WAIT)  # asleep until the fires are due
         store.down = True
         _terminate_workers(admin)
         clock.advance(10)
@@ -681,14 +691,8 @@ def test_fires_whose_claim_a_cut_connection_failed_are_tried_again_soon(
     # fires to the misfire policy for each cut).
     clock = FakeClock(T0)
     store = _CutAtClaim(pg_database, schema=pg_schema)
-    s = Scheduler(clock, store=store, executor="inline")
-    ran = _recording(s)
-    for i in range(3):
-        s.schedule("rec", 10, id=f"j{i}")
-    caplog.set_level(logging.ERROR, "duetime")
-    s.start()
+    s, ran = _asleep_before(clock, store, 3, caplog)
     try:
-        assert s.wait_idle(WAIT)
         store.cut = admin
         clock.advance(10)
         until(lambda: "could not claim" in caplog.text, what="the failed claims")
