@@ -587,6 +587,37 @@ def test_reads_on_a_connection_cut_while_idle_are_sent_again_without_an_error(
     s.shutdown()
 
 
+def test_a_connection_cut_in_a_batch_fails_the_batch_and_memory_follows_the_store(
+    pg_store: StoreMaker, admin: psycopg.Connection[Any]
+) -> None:
+    # The batch's transaction went with the connection. Its rest was committed statement by
+    # statement on a new one (the part before the cut lost, no error), and a write that met
+    # the cut raised the driver's error, leaving memory ahead of the store.
+    clock = FakeClock(T0)
+    s = Scheduler(clock, store=pg_store())
+    _recording(s)
+    s.schedule("rec", 60, id="p")
+    s.schedule("rec", 60, id="c")
+
+    def changes() -> None:
+        with s.batch():
+            s.pause("p")
+            _terminate_workers(admin)
+            s.schedule("rec", 600, id="c", replace=True)
+
+    with pytest.raises(StoreError, match="failed"):
+        changes()
+    fresh = Scheduler(clock, store=pg_store())
+    for scheduler in (s, fresh):
+        jobs = {j.id: (j.state, j.next_run_time) for j in scheduler.jobs()}
+        assert jobs == {
+            "p": (JobState.SCHEDULED, T0 + timedelta(seconds=60)),
+            "c": (JobState.SCHEDULED, T0 + timedelta(seconds=60)),
+        }
+    fresh.shutdown()
+    s.shutdown()
+
+
 class _Outage(PostgresStore):
     """A PostgresStore whose server cannot be reached while ``down`` (connections refused)."""
 

@@ -2095,6 +2095,75 @@ def test_a_batch_is_one_transaction(open_scheduler: Opener, db: Path) -> None:
     assert "half" not in open_scheduler()
 
 
+@pytest.mark.parametrize("change", ["pause", "reschedule", "replace", "cancel"])
+def test_a_job_added_in_a_batch_can_be_changed_in_it(open_scheduler: Opener, change: str) -> None:
+    # Its row is inserted when the batch ends: the change wrote its row at once, and the insert
+    # then found the id taken (the batch failed), or, after a cancel, stored the job live.
+    s = open_scheduler()
+    with s.batch():
+        s.schedule("record", 60, id="n")
+        if change == "pause":
+            s.pause("n")
+        elif change == "reschedule":
+            s.reschedule("n", 600)
+        elif change == "replace":
+            s.schedule("record", 600, id="n", replace=True)
+        else:
+            assert s.cancel("n")
+    stored = open_scheduler().get("n")
+    mine = s.get("n")
+    if change == "cancel":
+        assert stored is None and mine is None
+        return
+    assert stored is not None and mine is not None
+    assert (stored.state, stored.next_run_time) == (mine.state, mine.next_run_time)
+    assert stored.state is (JobState.PAUSED if change == "pause" else JobState.SCHEDULED)
+    if change != "pause":
+        assert stored.next_run_time == T0 + timedelta(seconds=600)
+
+
+def test_a_failed_batch_nested_in_one_fails_that_one_too(open_scheduler: Opener) -> None:
+    # One transaction holds both: the inner changes cannot be taken back alone (its new job
+    # was dropped from memory and stored all the same by the outer batch).
+    s = open_scheduler()
+    s.schedule("record", 60, id="a")
+
+    def inner() -> None:
+        with s.batch():
+            s.schedule("record", 60, id="new")
+            raise RuntimeError("inner")
+
+    def outer() -> None:
+        with s.batch():
+            s.pause("a")
+            with contextlib.suppress(RuntimeError):
+                inner()
+
+    with pytest.raises(StoreError, match="a batch nested in this one raised"):
+        outer()
+    fresh = open_scheduler()
+    for scheduler in (s, fresh):
+        assert [(j.id, j.state) for j in scheduler.jobs()] == [("a", JobState.SCHEDULED)]
+
+
+def test_a_trigger_queued_in_a_failed_batch_is_dropped_from_memory(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    s.schedule("record", 3600, id="t", paused=True)
+
+    def changes() -> None:
+        with s.batch():
+            s.trigger("t")  # (paused: queued for resume)
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        changes()
+    s.resume("t")
+    assert s.run_pending() == 0 and calls.keys == []
+    assert s.runs("t") == []
+
+
 def test_a_batch_that_raises_leaves_memory_as_the_store(open_scheduler: Opener) -> None:
     # The store rolled back every change of the block; memory kept all but the new jobs (a
     # pause that was never stored, a cancelled job gone from memory only).

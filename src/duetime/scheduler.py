@@ -2255,6 +2255,8 @@ class Scheduler:
         self._taken: set[_Side] = set()
         # Jobs this process could not read back from the store after a failed claim.
         self._unsure: set[Job] = set()
+        # Ids of jobs a failed batch cancelled, to read back once the store answers.
+        self._unsure_ids: set[str] = set()
         # The dead letters last seen in the store, id -> failed_at (ns, to the microsecond)
         # (_sync_dead): only those may be dropped from memory when the store no longer has them
         # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
@@ -2643,6 +2645,11 @@ class Scheduler:
                     self._reload(job)
                 else:
                     self._unsure.discard(job)
+            for id in list(self._unsure_ids):
+                row = store.load_row(id)
+                self._unsure_ids.discard(id)
+                if row is not None and row.state not in ENDED_STATES and id not in store.index:
+                    self._restore(None, row, now)
         except StoreError as exc:
             # The runner keeps going: the next poll tries again. The leases are renewed all
             # the same (a connection cut as the changes were read is reopened for it): with
@@ -3320,6 +3327,7 @@ class Scheduler:
                     try:  # (cancelled in the batch: back, if the store still has it live)
                         row = store.load_row(id)
                     except StoreError:
+                        self._unsure_ids.add(id)  # (at the next poll: memory holds nothing)
                         continue
                     if row is not None and row.state not in ENDED_STATES:
                         self._restore(None, row, self._clock.time_ns())

@@ -319,6 +319,7 @@ class SQLStore(MemoryStore):
         "_pending",
         "_pending_now",
         "_prefix",
+        "_spoilt",
         "_sql",
         "_touched",
         "poll_ns",
@@ -344,6 +345,7 @@ class SQLStore(MemoryStore):
         self._pending: list[JobRow] = []  # new jobs' rows a batch writes at its end
         self._pending_now = 0
         self._touched: set[str] = set()  # the jobs a batch wrote (read back if it fails)
+        self._spoilt = False  # a batch nested in the one going on raised
         self._known_queued: set[str] = set()  # queued run keys this process has taken in
         # Fire keys of the runs this process holds a lease on: only these are renewed. (A claim
         # whose commit was lost with the connection may have been recorded for this worker
@@ -419,6 +421,21 @@ class SQLStore(MemoryStore):
         memory: recorded lost (they stayed queued for good, and ran for the next job given the
         id). Lost, not deleted: a process that took one in before it saw the change then finds
         its key taken and does not run it."""
+        if self._batch and self._pending:
+            # A job added in this batch is inserted at its end: a change made to it meanwhile
+            # changes the row to insert (written now, it made the insert find the id taken; a
+            # cancel was undone by it).
+            at = {row.id: i for i, row in enumerate(self._pending)}
+            rest = []
+            for row in rows:
+                i = at.get(row.id)
+                if i is None:
+                    rest.append(row)
+                else:
+                    self._pending[i] = row
+            if not rest:
+                return
+            rows = rest
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
@@ -536,14 +553,27 @@ class SQLStore(MemoryStore):
             self._batch += 1
             try:
                 yield
+            except BaseException:
+                # One transaction holds them both: the inner block's changes cannot be taken
+                # back alone, so the outer batch stores nothing either.
+                self._spoilt = True
+                raise
             finally:
                 self._batch -= 1
             return
         self._touched = set()
+        self._spoilt = False
         with self._tx("a batch of changes"):
             self._batch = 1
             try:
                 yield
+                if self._spoilt:
+                    raise StoreError(
+                        self._where,
+                        "a batch nested in this one raised, and its changes cannot be taken "
+                        "back alone: none of this batch's changes is stored",
+                        "let the inner batch's exception end the outer one, or do not nest",
+                    )
                 pending, self._pending = self._pending, []
                 if pending:
                     taken = self._insert_now(pending, self._pending_now)
@@ -884,6 +914,8 @@ class SQLStore(MemoryStore):
             if new:
                 self._changed(db)
         self._known_queued.update(new)
+        if self._batch and new:
+            self._touched.add(job_id)
         return new
 
     def recorded_keys(self, keys: Sequence[str]) -> set[str]:
@@ -1044,6 +1076,11 @@ class SQLStore(MemoryStore):
     @property
     def is_open(self) -> bool:
         """Whether the connection is open."""
+        raise NotImplementedError
+
+    @property
+    def _where(self) -> str:
+        """How errors name the store (``StoreError``'s first argument)."""
         raise NotImplementedError
 
     def retry_in_ns(self) -> int:

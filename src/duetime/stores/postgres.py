@@ -648,10 +648,15 @@ class PostgresStore(SQLStore):
     def _tx(self, what: str) -> Iterator[_Handle]:
         """One transaction (or the open batch's), all or nothing."""
         db = self._handle(what)
-        if self._batch:
-            yield db
-            return
         psycopg = _psycopg()
+        if self._batch:
+            try:
+                yield db
+            except psycopg.Error as exc:
+                # (A StoreError, as outside a batch: callers restore what they changed.)
+                self._lost(exc)
+                raise self._fail(what, exc) from exc
+            return
         try:
             with db.conn.transaction():
                 yield db

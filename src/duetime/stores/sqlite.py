@@ -137,6 +137,10 @@ class SQLiteStore(SQLStore):
     def __repr__(self) -> str:
         return f"<SQLiteStore {self.path!r} jobs={self.count()}>"
 
+    @property
+    def _where(self) -> str:
+        return repr(self.path)
+
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
         """A store for ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
