@@ -2934,8 +2934,8 @@ class Scheduler:
                 else:
                     self._taken.discard(key)
                     logger.warning(
-                        "run %s of job %r, taken over here, was taken over by another worker "
-                        "before it started (this process stalled past its lease): not started",
+                        "run %s of job %r, taken over here, was taken over again before it "
+                        "started (this process stalled past its lease): not started",
                         key.key,
                         job.id,
                     )
