@@ -601,6 +601,43 @@ def test_a_completion_after_the_lease_was_taken_over_is_refused_and_not_counted(
     assert other.stats().succeeded == 1
 
 
+def test_a_run_claimed_is_not_started_by_a_worker_that_lost_it_before_it_started(
+    open_scheduler: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    # "one" claims two fires together and stalls in the first run past the lease: "two" takes
+    # the second over and runs it. "one" then started it too (claimed, so it went ahead).
+    clocks = [FakeClock(T0), FakeClock(T0)]
+    one = open_scheduler(clock=clocks[0], lease=30, executor="inline")
+    two = open_scheduler(clock=clocks[1], lease=30)
+    ran: list[tuple[str, int]] = []
+
+    def record() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append((run.job.id, run.attempt))
+
+    def stall() -> None:
+        record()
+        clocks[1].advance(50)
+        assert two.run_pending() == 1  # (takes "b" over and runs it; "a" is not its task)
+        clocks[0].advance(40)
+
+    one.register("stall", stall)
+    for s in (one, two):
+        s.register("job", record)
+    one.schedule("stall", 10, id="a")
+    one.schedule("job", 10, id="b")
+    two.get("a")
+    caplog.set_level(logging.WARNING, logger="duetime")
+    one.start()  # (its runner claims the fires due together, then runs them one by one)
+    assert one.wait_idle(WAIT)
+    clocks[0].advance(10)
+    until(lambda: "before it started here" in caplog.text, what="b not started by one")
+    assert one.wait_idle(WAIT)
+    assert ran == [("a", 1), ("b", 2)]
+    assert [(r.state, r.attempt) for r in two.runs("b")] == [("succeeded", 2)]
+
+
 def test_a_run_taken_over_is_not_started_by_a_worker_that_lost_it_before_it_started(
     open_scheduler: Opener, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

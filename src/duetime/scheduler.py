@@ -1907,6 +1907,34 @@ class Scheduler:
         _current.reset(token)
         return (occ, result, None)
 
+    def _call_durable(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
+        """``_call`` with a durable store: a run claimed more than half a lease ago (it waited
+        in an executor's queue, behind a long batch, or this process stalled: SIGSTOP, a frozen
+        VM) starts only if its record is still this process's; if another worker took it over
+        meanwhile, it does not start here too. (A fresh claim is not asked: that costs a round
+        trip per run.)"""
+        fire = occ[6]
+        if fire is not None:
+            now = self._clock.monotonic_ns()
+            if now - occ[4] > self._lease // 2:
+                with self._lock:
+                    try:
+                        held = self._store.start_held(fire, occ[3], now, self._lease)  # type: ignore[attr-defined]
+                    except StoreError as exc:
+                        logger.error("could not check run %s before it started: %s", fire, exc)
+                        held = True  # (unknown: at-least-once start)
+                if not held:
+                    logger.warning(
+                        "run %s of job %r was taken over by another worker before it started "
+                        "here (claimed %.1f s ago, past its lease): not started",
+                        fire,
+                        occ[0].id,
+                        (now - occ[4]) / NS_PER_SECOND,
+                    )
+                    self._abandon(occ)
+                    return None
+        return Scheduler._call(self, occ)
+
     def _finish_locked(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """Record the outcome of an occurrence. Called with the lock held."""
         occ, result, error = done
@@ -2279,6 +2307,7 @@ class Scheduler:
         store.open(worker)
         self._begin = self._begin_durable  # type: ignore[method-assign]
         self._finish_locked = self._finish_durable  # type: ignore[method-assign]
+        self._call = self._call_durable  # type: ignore[method-assign]
         with self._lock:
             now = self._clock.time_ns()
             for row in store.load_rows():

@@ -684,6 +684,13 @@ class SQLStore(MemoryStore):
         found = db.execute(self._q("SELECT " + sql), params).fetchone()
         return bool(found[0])
 
+    def start_held(self, key: str, attempt: int, now: int, lease_ns: int) -> bool:
+        """Before a run claimed a while ago starts: whether its record is still this
+        process's at that attempt (its lease renewed, its start time recorded), or another
+        worker took it over meanwhile (this process stalled past the lease between the claim
+        and the start: it must not start here too)."""
+        return self.start_taken(key, "", attempt, now, lease_ns, False) == "start"
+
     def start_taken(
         self, key: str, job_id: str, attempt: int, now: int, lease_ns: int, wait: bool
     ) -> str:
