@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import dataclasses
 import threading
 import typing
 from collections.abc import Callable
@@ -512,3 +513,37 @@ def test_closing_with_cancel_running_records_a_plain_job_that_started(tmp_path: 
     s = Scheduler(clock, store=SQLiteStore(tmp_path / "j.db"))
     assert [(r.state, r.attempt) for r in s.runs("s")] == [("succeeded", 1)]
     s.shutdown()
+
+
+def test_a_coroutine_run_another_worker_took_over_before_it_started_does_not_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The asyncio runner asks, as the thread runner's execute does, before a coroutine starts
+    # (here the store's answer is made "taken over": the claim check itself is tested with the
+    # thread runner in test_sqlite.py).
+    clock = FakeClock(start=FAKE_START)
+    ran: list[str] = []
+    asked: list[str] = []
+
+    async def job() -> None:
+        ran.append("ran")
+
+    async def main() -> Scheduler:
+        s = AsyncScheduler(clock=clock, store=SQLiteStore(tmp_path / "j.db"))
+
+        def lost(occ: Any) -> bool:
+            asked.append(occ[6])
+            s._abandon(occ)
+            return False
+
+        monkeypatch.setattr(s, "_engine", dataclasses.replace(s._engine, may_start=lost))
+        s.register("job", job)
+        await s.start()
+        s.schedule("job", 0, id="c")
+        await s.idle()
+        await s.aclose()
+        return s
+
+    s = asyncio.run(main())
+    assert ran == [] and asked == ["c@2026-01-05T08:00:00+00:00"]
+    assert s.stats().running == 0

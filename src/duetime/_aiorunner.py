@@ -187,6 +187,10 @@ class AsyncRunner(HeadWatcher):
 
         s = self._s
         job = occ[0]
+        if s.may_start is not None and not s.may_start(occ):
+            done: asyncio.Future[Any] = self._loop.create_future()
+            done.set_result(None)
+            return done
         s.emit_started(occ)
         pooled = executor.submit(job.func, *job.args, **(job.kwargs or {}))
         # The outcome is recorded from the pool's own future (in the pool's thread, as the
@@ -252,6 +256,8 @@ class AsyncRunner(HeadWatcher):
         job = occ[0]
         if job._state is JobState.CANCELLED:
             s.abandon(occ)
+            return
+        if s.may_start is not None and not s.may_start(occ):
             return
         s.emit_started(occ)
         token = _current.set(occ)

@@ -71,6 +71,10 @@ class Engine:
             0 without one.
         sync: ``() -> None``: read other processes' changes, renew leases, take over lost
             runs (lock held; never raises a store's failure).
+        may_start: With a durable store, ``(occ) -> bool``: whether a claimed run may start
+            (one claimed long ago is asked of the store; a run taken over by another worker
+            meanwhile is abandoned), for the runs ``execute`` does not start: coroutines and
+            process pools' (lock not held). None without one.
     """
 
     lock: threading.RLock
@@ -97,3 +101,4 @@ class Engine:
     running: Callable[[], int]
     poll: int
     sync: Callable[[], None]
+    may_start: Callable[[Occ], bool] | None

@@ -346,6 +346,8 @@ class Runner(HeadWatcher):
             if isinstance(executor, cf.ProcessPoolExecutor):
                 # Another process cannot run our bookkeeping: submit the bare function and
                 # record the outcome when its future completes.
+                if s.may_start is not None and not s.may_start(occ):
+                    return
                 s.emit_started(occ)
                 fut = executor.submit(job.func, *job.args, **(job.kwargs or {}))
                 fut.add_done_callback(self._done_callback(occ, process=True))

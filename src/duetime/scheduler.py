@@ -510,6 +510,7 @@ class Scheduler:
             running=lambda: self._running_total,
             poll=min(store.poll_ns, self._lease // 3) if self._durable else 0,  # type: ignore[attr-defined]
             sync=self._sync_locked,
+            may_start=self._may_start if self._durable else None,
         )
 
     # -- properties ---------------------------------------------------------------------------
@@ -1908,32 +1909,40 @@ class Scheduler:
         return (occ, result, None)
 
     def _call_durable(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
-        """``_call`` with a durable store: a run claimed more than half a lease ago (it waited
-        in an executor's queue, behind a long batch, or this process stalled: SIGSTOP, a frozen
-        VM) starts only if its record is still this process's; if another worker took it over
-        meanwhile, it does not start here too. (A fresh claim is not asked: that costs a round
-        trip per run.)"""
-        fire = occ[6]
-        if fire is not None:
-            now = self._clock.monotonic_ns()
-            if now - occ[4] > self._lease // 2:
-                with self._lock:
-                    try:
-                        held = self._store.start_held(fire, occ[3], now, self._lease)  # type: ignore[attr-defined]
-                    except StoreError as exc:
-                        logger.error("could not check run %s before it started: %s", fire, exc)
-                        held = True  # (unknown: at-least-once start)
-                if not held:
-                    logger.warning(
-                        "run %s of job %r was taken over by another worker before it started "
-                        "here (claimed %.1f s ago, past its lease): not started",
-                        fire,
-                        occ[0].id,
-                        (now - occ[4]) / NS_PER_SECOND,
-                    )
-                    self._abandon(occ)
-                    return None
+        """``_call`` with a durable store: the run starts only if ``_may_start``."""
+        if not self._may_start(occ):
+            return None
         return Scheduler._call(self, occ)
+
+    def _may_start(self, occ: Occ) -> bool:
+        """With a durable store, whether a claimed run may start now (lock not held). One
+        claimed more than half a lease ago (it waited in an executor's queue, behind a long
+        batch, or this process stalled: SIGSTOP, a frozen VM) starts only if its record is
+        still this process's; if another worker took it over meanwhile, it is abandoned here.
+        (A fresh claim is not asked: that would cost a round trip per run.)"""
+        fire = occ[6]
+        if fire is None:
+            return True
+        now = self._clock.monotonic_ns()
+        if now - occ[4] <= self._lease // 2:
+            return True
+        with self._lock:
+            try:
+                held = self._store.start_held(fire, occ[3], now, self._lease)  # type: ignore[attr-defined]
+            except StoreError as exc:
+                logger.error("could not check run %s before it started: %s", fire, exc)
+                return True  # (unknown: at-least-once start)
+        if held:
+            return True
+        logger.warning(
+            "run %s of job %r was taken over by another worker before it started here "
+            "(claimed %.1f s ago, past its lease): not started",
+            fire,
+            occ[0].id,
+            (now - occ[4]) / NS_PER_SECOND,
+        )
+        self._abandon(occ)
+        return False
 
     def _finish_locked(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """Record the outcome of an occurrence. Called with the lock held."""
