@@ -2146,11 +2146,14 @@ def test_a_job_added_in_a_batch_can_be_changed_in_it(open_scheduler: Opener, cha
         elif change == "replace":
             s.schedule("record", 600, id="n", replace=True)
         else:
+            s.pause("n")
+            s.trigger("n")  # (paused: queued for resume, in the runs)
             assert s.cancel("n")
     stored = open_scheduler().get("n")
     mine = s.get("n")
     if change == "cancel":
         assert stored is None and mine is None
+        assert [r.state for r in s.runs("n")] == ["lost"]
         return
     assert stored is not None and mine is not None
     assert (stored.state, stored.next_run_time) == (mine.state, mine.next_run_time)

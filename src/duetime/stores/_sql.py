@@ -421,24 +421,25 @@ class SQLStore(MemoryStore):
         memory: recorded lost (they stayed queued for good, and ran for the next job given the
         id). Lost, not deleted: a process that took one in before it saw the change then finds
         its key taken and does not run it."""
+        written = rows
         if self._batch and self._pending:
             # A job added in this batch is inserted at its end: a change made to it meanwhile
             # changes the row to insert (written now, it made the insert find the id taken; a
-            # cancel was undone by it).
+            # cancel was undone by it). Its runs (a trigger queued in the batch) are changed
+            # below like any job's.
             at = {row.id: i for i, row in enumerate(self._pending)}
-            rest = []
+            written = []
             for row in rows:
                 i = at.get(row.id)
                 if i is None:
-                    rest.append(row)
+                    written.append(row)
                 else:
                     self._pending[i] = row
-            if not rest:
+            if not written and not drop_retries:
                 return
-            rows = rest
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
-            db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in rows])
+            db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in written])
             if drop_retries:
                 ids = [(now, row.id) for row in rows]
                 db.executemany(
@@ -456,7 +457,7 @@ class SQLStore(MemoryStore):
                     ids,
                 )
             self._changed(db)
-        self._wrote(rows, rev)
+        self._wrote(written, rev)
 
     def _write_progress(
         self,
