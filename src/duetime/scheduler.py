@@ -2684,10 +2684,8 @@ class Scheduler:
                 else:
                     self._unsure.discard(job)
             for id in list(self._unsure_ids):
-                row = store.load_row(id)
+                self._take_back(id)
                 self._unsure_ids.discard(id)
-                if row is not None and row.state not in ENDED_STATES and id not in store.index:
-                    self._restore(None, row, now)
         except StoreError as exc:
             # The runner keeps going: the next poll tries again. The leases are renewed all
             # the same (a connection cut as the changes were read is reopened for it): with
@@ -2713,6 +2711,13 @@ class Scheduler:
         except StoreError as exc:
             # The runner keeps going: the next poll tries again.
             logger.error("%s", exc)
+
+    def _take_back(self, id: str) -> None:
+        """Load job ``id`` from the store into memory, where it is missing, if the store has it
+        live (lock held; a store's failure propagates)."""
+        row = self._store.load_row(id)  # type: ignore[attr-defined]
+        if row is not None and row.state not in ENDED_STATES and id not in self._store.index:
+            self._restore(None, row, self._clock.time_ns())
 
     def _take_over(
         self, key: str, job_id: str, due: int, attempt: int, worker: str | None, now: int
@@ -3363,12 +3368,9 @@ class Scheduler:
                         self._reload(job, quiet=True)
                         continue
                     try:  # (cancelled in the batch: back, if the store still has it live)
-                        row = store.load_row(id)
+                        self._take_back(id)
                     except StoreError:
                         self._unsure_ids.add(id)  # (at the next poll: memory holds nothing)
-                        continue
-                    if row is not None and row.state not in ENDED_STATES:
-                        self._restore(None, row, self._clock.time_ns())
                 raise
 
     # -- driving time by hand -------------------------------------------------------------------
