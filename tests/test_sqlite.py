@@ -2162,6 +2162,40 @@ def test_a_job_added_in_a_batch_can_be_changed_in_it(open_scheduler: Opener, cha
         assert stored.next_run_time == T0 + timedelta(seconds=600)
 
 
+def test_a_job_added_in_a_batch_can_be_triggered_in_it(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    # The runner is not started: the trigger runs the job at once, its claim and outcome
+    # writing the job's row before the batch's insert of it at the end, which then found its
+    # id taken (the batch failed after the run had happened).
+    s = open_scheduler()
+    with s.batch():
+        s.schedule("record", 3600, id="n")
+        s.trigger("n")
+        assert calls.keys == [f"n@trigger-{T0.isoformat()}"]
+    for scheduler in (s, open_scheduler()):
+        assert [(j.id, j.state, j.runs) for j in scheduler.jobs()] == [("n", JobState.SCHEDULED, 1)]
+        assert [r.state for r in scheduler.runs("n")] == ["succeeded"]
+
+
+def test_a_trigger_in_a_batch_whose_new_id_is_taken_runs_nothing(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    s = open_scheduler()
+    open_scheduler().schedule("record", 3600, id="n")  # (elsewhere: this process has not read it)
+
+    def changes() -> None:
+        with s.batch():
+            s.schedule("record", 3600, id="n")
+            with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
+                s.trigger("n")
+
+    with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
+        changes()
+    assert calls.keys == []
+    assert [r.key for r in open_scheduler().runs()] == []
+
+
 def test_a_failed_batch_nested_in_one_fails_that_one_too(open_scheduler: Opener) -> None:
     # One transaction holds both: the inner changes cannot be taken back alone (its new job
     # was dropped from memory and stored all the same by the outer batch).

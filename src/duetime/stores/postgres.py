@@ -740,6 +740,7 @@ class PostgresStore(SQLStore):
         """``SQLStore.settle_and_claim``: the outcomes and the regular first-attempt claims in
         one transaction and one round trip (two statements, pipelined); the other claims one
         by one, after it."""
+        self._insert_pending()
         if any(row is None for *_, row in outcomes):  # (not from the Scheduler)
             return super().settle_many(outcomes), self.claim_many(asks)
         claims: list[ClaimAnswer] = [("", None)] * len(asks)
