@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -227,6 +228,49 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
     missing = pg_database.rsplit("/", 1)[0] + "/no_such_database_here"
     with pytest.raises(StoreError, match=r"create the database first"):
         Scheduler(store=missing)
+
+
+def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> None:
+    # from_url rebuilt the URL: 'postgresql:///db?host=...' lost a slash (refused) and a space
+    # written %20 in options= came out '+', which libpq reads as a plus (the server refused
+    # the option). The constructor refused the schema= parameter the store URLs take.
+    parts = urlsplit(pg_database)
+    local = (
+        f"postgresql:///{parts.path.lstrip('/')}?host={parts.hostname}&port={parts.port or 5432}"
+        f"&user={parts.username}&options=-c%20statement_timeout%3D12345&schema={pg_schema}"
+    )
+    store = PostgresStore.from_url(local)
+    assert store.schema == pg_schema
+    assert store.dsn == local.replace(f"&schema={pg_schema}", "")
+    s = Scheduler(FakeClock(T0), store=local)
+    s.register("noop", lambda: None)
+    s.schedule("noop", 60, id="a")
+    s.shutdown()
+    with psycopg.connect(store.dsn) as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("12345ms",)
+    direct = PostgresStore(f"{pg_database}?schema={pg_schema}")
+    assert (direct.schema, direct.dsn) == (pg_schema, pg_database)
+    t = Scheduler(FakeClock(T0), store=direct)
+    assert [j.id for j in t.jobs()] == ["a"]
+    t.shutdown()
+    assert PostgresStore(f"{pg_database}?schema=x", schema="x").schema == "x"
+    with pytest.raises(InvalidArgument, match=r"schema must be one name.*'x'.*'y'"):
+        PostgresStore(f"{pg_database}?schema=x", schema="y")
+
+
+def test_a_schema_holding_another_programs_tables_is_named_so(
+    pg_database: str, pg_schema: str, admin: psycopg.Connection[Any]
+) -> None:
+    # (It said only: column "xid" does not exist.)
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(pg_schema)))
+    admin.execute(sql.SQL("CREATE TABLE {}.jobs (id int)").format(sql.Identifier(pg_schema)))
+    with pytest.raises(
+        StoreError, match=r"tables of the same names that are not duetime's \(jobs\).*schema="
+    ):
+        Scheduler(FakeClock(T0), store=PostgresStore(pg_database, schema=pg_schema))
+    assert admin.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", (pg_schema,)
+    ).fetchone() == (1,)
 
 
 def test_import_duetime_does_not_import_psycopg() -> None:

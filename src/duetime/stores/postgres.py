@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from duetime._validate import NS_PER_SECOND, duration_ns
 from duetime.clock import real_monotonic
@@ -362,6 +362,27 @@ def _check_dsn(dsn: str) -> None:
         ) from None
 
 
+def _split_schema(url: str) -> tuple[str, str | None]:
+    """A ``postgresql://`` URL without its ``schema=`` query parameter, and that parameter's
+    value (None if it has none; the last if given twice). The rest is left as written, for
+    libpq to read: rebuilding the URL would turn ``postgresql:///app`` (local socket) into
+    ``postgresql:/app`` and a space written ``%20`` into ``+``, which libpq reads as a plus."""
+    base, mark, rest = url.partition("?")
+    if not mark:
+        return url, None
+    query, hash, fragment = rest.partition("#")
+    schema = None
+    kept = []
+    for piece in query.split("&"):
+        key, _, value = piece.partition("=")
+        if unquote_plus(key) == "schema":
+            schema = unquote_plus(value)
+        else:
+            kept.append(piece)
+    query = "&".join(kept)
+    return base + ("?" + query if query else "") + hash + fragment, schema
+
+
 def missing_database(exc: BaseException | None) -> bool:
     """Whether a driver's error says the DSN's database does not exist (a connection refused
     for it carries no SQLSTATE: its message says so)."""
@@ -443,7 +464,8 @@ class PostgresStore(SQLStore):
             ``"host=db dbname=app user=app"``). Credentials may also come from the usual
             ``PG*`` environment variables and ``~/.pgpass``.
         schema: The PostgreSQL schema that holds duetime's tables (created, with them, on
-            first use). Default ``"duetime"``. Any name: it is always quoted.
+            first use). Default: the URL's ``schema=`` query parameter if it has one, else
+            ``"duetime"``. Any name: it is always quoted.
         poll_interval: Seconds between looks for changes a lost notification did not announce,
             for expired leases and for heartbeats. Default 5 seconds (notifications make
             changes arrive at once; see docs/many-workers.md).
@@ -481,15 +503,27 @@ class PostgresStore(SQLStore):
         self,
         dsn: str,
         *,
-        schema: str = "duetime",
+        schema: str | None = None,
         poll_interval: float | int | timedelta = 5.0,
         retention: float | int | timedelta = timedelta(days=7),
         connect_timeout: float | int = 5.0,
     ) -> None:
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a str, got {dsn!r}")
-        if not isinstance(schema, str):
+        if schema is not None and not isinstance(schema, str):
             raise TypeError(f"schema must be a str, got {schema!r}")
+        if dsn.lower().startswith(("postgresql://", "postgres://")):
+            # (The store URL's schema= parameter, as from_url and the command line take it.)
+            dsn, in_url = _split_schema(dsn)
+            if in_url is not None:
+                if schema is not None and schema != in_url:
+                    raise InvalidArgument(
+                        f"schema must be one name: the dsn says schema={in_url!r}, the "
+                        f"schema argument {schema!r}"
+                    )
+                schema = in_url
+        if schema is None:
+            schema = "duetime"
         if not schema or "\x00" in schema or len(schema.encode()) > 63:
             raise InvalidArgument(
                 f"schema must be a PostgreSQL name of 1 to 63 bytes without NUL, got {schema!r}"
@@ -536,15 +570,7 @@ class PostgresStore(SQLStore):
                 f"store must look like 'postgresql://user@host:5432/dbname', "
                 f"got {redact_dsn(url)!r}"
             )
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        schema = "duetime"
-        kept = []
-        for key, value in query:
-            if key == "schema":
-                schema = value
-            else:
-                kept.append((key, value))
-        dsn = urlunsplit(parts._replace(query=urlencode(kept)))
+        dsn, schema = _split_schema(url)
         return cls(dsn, schema=schema)
 
     # -- connections and errors -------------------------------------------------------------------
@@ -947,6 +973,15 @@ class PostgresStore(SQLStore):
                         conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", key)
                 version = self._version(conn)
         except psycopg.Error as exc:
+            foreign = self._foreign_tables(conn)
+            if foreign:
+                text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise StoreError(
+                    self._where,
+                    f"creating the tables failed ({text}): the schema holds tables of the "
+                    f"same names that are not duetime's ({', '.join(foreign)})",
+                    "choose another schema= for duetime's tables",
+                ) from exc
             raise self._fail("creating the tables", exc) from exc
         if version != SCHEMA_VERSION:
             if isinstance(version, int) and version > SCHEMA_VERSION:
@@ -961,6 +996,21 @@ class PostgresStore(SQLStore):
                 f"its schema version is {version!r}, which this duetime cannot read",
                 "choose another schema= or drop this one",
             )
+
+    def _foreign_tables(self, conn: psycopg.Connection[Any]) -> list[str]:
+        """After creating the tables failed: the tables of duetime's names in the schema if it
+        has no duetime meta table (another program's tables), else nothing."""
+        s = _quote(self.schema)
+        try:
+            found = [
+                name
+                for name in ("meta", "jobs", "runs", "dead", "workers")
+                if conn.execute("SELECT to_regclass(%s)", (f"{s}.{name}",)).fetchone()
+                not in (None, (None,))
+            ]
+        except Exception:  # (the connection is gone: the failure says so itself)
+            return []
+        return [] if "meta" in found else found
 
     def _created(self) -> bool:
         """Whether the schema's tables exist, looked at without creating them (the command line
