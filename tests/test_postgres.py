@@ -695,6 +695,40 @@ def test_a_fire_due_while_the_server_is_down_runs_once_it_is_back(
     assert sorted(ran) == ["once@2026-03-02T08:00:10+00:00", "rate@2026-03-02T08:00:10+00:00"]
 
 
+def test_an_outage_logs_one_error_per_kind_not_one_per_try(
+    pg_database: str, pg_schema: str, admin: psycopg.Connection[Any], caplog: Any
+) -> None:
+    # Each due fire's claim is tried again every quarter second while the server is down: a
+    # 4 s outage with 50 fires due logged 140 lines per worker (each failed claim, and the
+    # read back after it, at ERROR).
+    caplog.set_level(logging.DEBUG, logger="duetime")
+    clock = FakeClock(T0)
+    store = _Outage(pg_database, schema=pg_schema)
+    s = Scheduler(clock, store=store)
+    ran = _recording(s)
+    s.schedule("rec", 10, id="a")
+    s.schedule("rec", 10, id="b")
+    store.down = True
+    _terminate_workers(admin)
+    for _ in range(4):
+        clock.advance(10)
+        s.run_pending()
+
+    def logged(level: int, text: str) -> int:
+        return sum(r.levelno == level and text in r.getMessage() for r in caplog.records)
+
+    assert logged(logging.ERROR, "could not claim") == 1
+    assert logged(logging.DEBUG, "could not claim") == 1  # (the other job's, in the same try)
+    assert logged(logging.ERROR, "could not read job") == 0
+    assert logged(logging.ERROR, "polling failed") == 1
+    assert logged(logging.DEBUG, "polling failed") >= 3
+    store.down = False
+    until(lambda: s.run_pending() >= 0 and len(ran) == 2, what="both fires run")
+    s.shutdown()
+    assert logged(logging.WARNING, "claims go through again, after 2 failures") == 1
+    assert logged(logging.WARNING, "polls go through again, after") == 1
+
+
 def _asleep_before(
     clock: FakeClock, store: PostgresStore, n: int, caplog: Any
 ) -> tuple[Scheduler, list[str]]:

@@ -2294,6 +2294,10 @@ class Scheduler:
         self._unsure: set[Job] = set()
         # Ids of jobs a failed batch cancelled, to read back once the store answers.
         self._unsure_ids: set[str] = set()
+        # Store failures of each kind ("claims", "polls") since the last success of that kind:
+        # the first of a row is logged as an ERROR, the rest (an outage retried every quarter
+        # second for every due fire) at DEBUG, and the recovery once (_store_failed).
+        self._failing: dict[str, int] = {}
         # The dead letters last seen in the store, id -> failed_at (ns, to the microsecond)
         # (_sync_dead): only those may be dropped from memory when the store no longer has them
         # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
@@ -2686,11 +2690,13 @@ class Scheduler:
             for id in list(self._unsure_ids):
                 self._take_back(id)
                 self._unsure_ids.discard(id)
+            if self._failing:
+                self._store_answered("polls")
         except StoreError as exc:
             # The runner keeps going: the next poll tries again. The leases are renewed all
             # the same (a connection cut as the changes were read is reopened for it): with
             # this read failing at every poll, runs going here lost their leases and ran twice.
-            logger.error("%s", exc)
+            self._store_failed("polls")("%s", exc)
         try:
             now = self._clock.time_ns()
             if full and now >= self._next_poll:
@@ -2708,9 +2714,29 @@ class Scheduler:
                 if now >= self._next_purge:
                     self._next_purge = now + 3600 * NS_PER_SECOND
                     store.purge(now)
+                if self._failing:
+                    self._store_answered("lease upkeeps")
         except StoreError as exc:
             # The runner keeps going: the next poll tries again.
-            logger.error("%s", exc)
+            self._store_failed("lease upkeeps")("%s", exc)
+
+    def _store_failed(self, kind: str) -> Callable[..., None]:
+        """How to log a store failure of ``kind``: ``logger.error`` for the first since the
+        last success of that kind, ``logger.debug`` for the rest."""
+        count = self._failing.get(kind, 0)
+        self._failing[kind] = count + 1
+        return logger.debug if count else logger.error
+
+    def _store_answered(self, kind: str) -> None:
+        """A store call of ``kind`` went through: after failures, say so once."""
+        count = self._failing.pop(kind, 0)
+        if count > 1:
+            logger.warning(
+                "%s go through again, after %d failures (the first logged as an error, the "
+                "others at DEBUG)",
+                kind,
+                count,
+            )
 
     def _take_back(self, id: str) -> None:
         """Load job ``id`` from the store into memory, where it is missing, if the store has it
@@ -2909,7 +2935,7 @@ class Scheduler:
                 elif type(answer) is tuple and answer[0] == "lost":
                     lost += 1
             if quiet:
-                logger.error(
+                self._store_failed("claims")(
                     "could not claim %d runs (trying again in %.2g s): %s",
                     len(failed),
                     self._store.retry_in_ns() / NS_PER_SECOND,  # type: ignore[attr-defined]
@@ -3035,7 +3061,7 @@ class Scheduler:
         if isinstance(answer, StoreError):
             pause = self._store.retry_in_ns()  # type: ignore[attr-defined]
             if not quiet:
-                logger.error(
+                self._store_failed("claims")(
                     "could not claim a run of job %r (trying again in %.2g s): %s",
                     job._id,
                     pause / NS_PER_SECOND,
@@ -3043,6 +3069,8 @@ class Scheduler:
                 )
             outcome = "failed"
         else:
+            if self._failing:
+                self._store_answered("claims")
             outcome, row = answer
         held = self._missed_held.pop(id(job), None)
         if held is not None and outcome in ("won", "done"):
@@ -3062,8 +3090,9 @@ class Scheduler:
             # The store is the truth: read the job back, and try its fire again after a pause
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
             # "busy": another process is claiming or changing this job right now; its change
-            # reaches this one soon (and replaces the retry), or it rolled back.
-            self._reload(job, row, quiet)
+            # reaches this one soon (and replaces the retry), or it rolled back. (A failed
+            # claim was logged: a read back failing with it says nothing new.)
+            self._reload(job, row, quiet or outcome == "failed")
             if hold:
                 if job._due is not None and job._qkey is not None:
                     job._due = max(job._due, wall + pause)
