@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -124,6 +126,19 @@ def test_store_commands_report_bad_ids_and_stores(
     assert capsys.readouterr().err == "python -m duetime retry: no failed job with id 'tick'\n"
     assert main(["jobs", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
     assert "which does not exist" in capsys.readouterr().err
+    # Another program's database (or an empty file) is not a store: it was given duetime's
+    # tables and listed as one with no jobs.
+    foreign = tmp_path / "app.db"
+    with contextlib.closing(sqlite3.connect(foreign)) as con:
+        con.execute("CREATE TABLE users (id INTEGER)")
+        con.commit()
+    (tmp_path / "empty.db").touch()
+    for name in ("app.db", "empty.db"):
+        assert main(["jobs", "--store", f"sqlite:///{tmp_path / name}"]) == 2
+        assert "which is not a duetime store" in capsys.readouterr().err
+    with contextlib.closing(sqlite3.connect(foreign)) as con:
+        assert con.execute("SELECT name FROM sqlite_master").fetchall() == [("users",)]
+    assert (tmp_path / "empty.db").stat().st_size == 0
     assert main(["jobs", "--store", "postgresql://nowhere.invalid/app"]) == 1
     assert "connecting failed" in capsys.readouterr().err
     if store_url.startswith("postgresql:"):

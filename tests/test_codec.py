@@ -81,6 +81,30 @@ def test_arguments_round_trip_with_datetimes_decimals_and_uuids() -> None:
     }
 
 
+def test_a_datetime_in_an_iana_zone_comes_back_in_that_zone() -> None:
+    # It came back with the fixed offset it had: an hour added after a restart then missed the
+    # DST change, and a time in the repeated hour (fold=1) compared unequal to what was stored.
+    stored = [
+        datetime(2026, 3, 28, 9, 0, tzinfo=BERLIN),
+        datetime(2026, 10, 25, 2, 30, tzinfo=BERLIN, fold=1),
+        datetime(2026, 10, 25, 2, 30, tzinfo=BERLIN),
+    ]
+    back, kwargs = loads_args(dumps_args(stored, {"k": {"$zoned": 1}}))
+    assert kwargs == {"k": {"$zoned": 1}}
+    assert [(d.tzinfo, d.fold, d.utcoffset()) for d in back] == [
+        (BERLIN, 0, timedelta(hours=1)),
+        (BERLIN, 1, timedelta(hours=1)),
+        (BERLIN, 0, timedelta(hours=2)),
+    ]
+    assert [d.timestamp() for d in back] == [d.timestamp() for d in stored]
+    # The next day at 09:00, in Berlin: after the change to summer time (+02:00).
+    assert (back[0] + timedelta(days=1)).utcoffset() == timedelta(hours=2)
+    # A zone this host does not know: the instant, with its stored offset.
+    text = dumps_args([stored[0]], None).replace("Europe/Berlin", "Nowhere/Atlantis")
+    ((alone,), _) = loads_args(text)
+    assert alone == stored[0] and alone.utcoffset() == timedelta(hours=1)
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "message"),
     [

@@ -196,6 +196,15 @@ def test_poisson_without_window_is_exponential_in_elapsed_time() -> None:
     assert sps.kstest(gaps, "expon", args=(0, 60)).pvalue > 0.001
 
 
+def test_poisson_takes_a_timedelta_mean_interval() -> None:
+    # (Refused with a TypeError: every other duration parameter takes a timedelta.)
+    rec = Poisson(mean_interval=timedelta(minutes=1))
+    assert rec == Poisson(mean_interval=60)
+    assert simulate(rec, 5, seed=3, start=FAKE_START) == simulate(
+        Poisson(mean_interval=60), 5, seed=3, start=FAKE_START
+    )
+
+
 def test_several_windows_and_overnight() -> None:
     windows = [Window("08:00", "10:00"), Window("22:00", "02:00")]
     start = datetime(2026, 1, 5, tzinfo=timezone.utc)

@@ -2413,8 +2413,9 @@ def test_bad_store_arguments(tmp_path: Path) -> None:
         SQLiteStore(tmp_path / "x.db", poll_interval=0)
     with pytest.raises(InvalidArgument, match="lease must not be negative, got -1"):
         Scheduler(store=SQLiteStore(tmp_path / "x.db"), lease=-1)
-    with pytest.raises(TypeError, match="import_tasks must be a list of module prefixes"):
-        Scheduler(import_tasks="myapp")
+    for bad in ("myapp", 5, None):
+        with pytest.raises(TypeError, match="import_tasks must be a list of module prefixes"):
+            Scheduler(import_tasks=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match=r"import_tasks must name module prefixes.*\[''\]"):
         Scheduler(import_tasks=[""])
 

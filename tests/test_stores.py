@@ -242,6 +242,11 @@ def test_only_stores_are_stores() -> None:
         Scheduler(store="sqlite://jobs.db")
     with pytest.raises(InvalidArgument, match="store must be a store object or a URL"):
         Scheduler(store="jobs.db")
+    with pytest.raises(
+        InvalidArgument, match=r"takes no query parameters, got 'sqlite:///x\.db\?mode"
+    ):
+        Scheduler(store="sqlite:///x.db?mode=ro")  # (made a file named 'x.db?mode=ro')
+    assert SQLiteStore.from_url("sqlite:///my%20jobs.db").path == "my jobs.db"
 
 
 # -- the translation of timing state at the store boundary ---------------------------------------

@@ -271,6 +271,11 @@ def _open(url: str) -> Scheduler:
             store = SQLiteStore.from_url(url)
             if not Path(store.path).exists():
                 raise _Usage(f"--store names {store.path!r}, which does not exist")
+            if not store._created():
+                raise _Usage(
+                    f"--store names {store.path!r}, which is not a duetime store (no scheduler "
+                    "has used it: another program's database, or a mistyped name)"
+                )
         elif url.startswith(("postgresql:", "postgres:")):
             store = PostgresStore.from_url(url)
             try:

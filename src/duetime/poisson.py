@@ -183,7 +183,7 @@ class Poisson:
         per_day: Average arrivals per day. With windows: per *open day* (open seconds of a
             typical week divided by the number of weekdays the windows open on).
         rate: Average arrivals per second (per open second with windows).
-        mean_interval: Average gap in seconds (in open seconds with windows).
+        mean_interval: Average gap in seconds, or a timedelta (in open seconds with windows).
         window: A ``Window``, or several (their union is open time).
 
     Raises:
@@ -193,7 +193,7 @@ class Poisson:
     per_day: float | None = None
     _: KW_ONLY
     rate: float | None = None
-    mean_interval: float | None = None
+    mean_interval: float | timedelta | None = None
     window: Window | Sequence[Window] | None = None
     _rate: float = field(init=False, repr=False, compare=False)
     _windows: tuple[Window, ...] = field(init=False, repr=False, compare=False)
@@ -202,8 +202,11 @@ class Poisson:
     recurring = True
 
     def __post_init__(self) -> None:
-        given = {
-            k: v
+        if isinstance(self.mean_interval, timedelta):
+            # (Stored as seconds, like the other durations a recurrence keeps.)
+            object.__setattr__(self, "mean_interval", self.mean_interval.total_seconds())
+        given: dict[str, float] = {
+            k: v  # type: ignore[misc]  # (a timedelta mean_interval was made seconds above)
             for k, v in (
                 ("per_day", self.per_day),
                 ("rate", self.rate),

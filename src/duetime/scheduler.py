@@ -401,7 +401,11 @@ class Scheduler:
             integer("max_concurrent", max_concurrent)
             if max_concurrent < 1:
                 raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
-        if isinstance(import_tasks, str) or not all(isinstance(p, str) for p in import_tasks):
+        if (
+            isinstance(import_tasks, str)
+            or not hasattr(import_tasks, "__iter__")
+            or not all(isinstance(p, str) for p in import_tasks)
+        ):
             raise TypeError(
                 f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
             )

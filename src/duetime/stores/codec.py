@@ -25,7 +25,7 @@ from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from duetime._validate import NS_PER_SECOND
 from duetime.cron import Cron
@@ -47,7 +47,7 @@ __all__ = [
     "under_prefixes",
 ]
 
-_TAGS = ("$datetime", "$date", "$decimal", "$uuid", "$dict")
+_TAGS = ("$datetime", "$zoned", "$date", "$decimal", "$uuid", "$dict")
 
 # -- arguments -----------------------------------------------------------------------------------
 
@@ -68,6 +68,11 @@ def _encode(value: Any, where: str) -> Any:
             raise InvalidArgument(f"{where} cannot be stored: {value!r} is not finite in JSON")
         return value
     if isinstance(value, datetime):
+        zone = value.tzinfo
+        if isinstance(zone, ZoneInfo) and zone.key is not None:
+            # (Its zone, not only its offset: an hour added to it after a restart must cross
+            # a DST change as it would have before.)
+            return {"$zoned": [value.isoformat(), zone.key]}
         return {"$datetime": value.isoformat()}
     if isinstance(value, date):
         return {"$date": value.isoformat()}
@@ -104,6 +109,8 @@ def _decode(value: Any) -> Any:
             ((tag, inner),) = value.items()
             if tag == "$datetime":
                 return datetime.fromisoformat(inner)
+            if tag == "$zoned":
+                return _zoned(*inner)
             if tag == "$date":
                 return date.fromisoformat(inner)
             if tag == "$decimal":
@@ -114,6 +121,16 @@ def _decode(value: Any) -> Any:
                 return {k: _decode(v) for k, v in inner.items()}
         return {k: _decode(v) for k, v in value.items()}
     return value
+
+
+def _zoned(iso: str, key: str) -> datetime:
+    """A datetime stored with its IANA zone: the same instant, in that zone (with its fold); with
+    the fixed offset it was stored with if this host does not know the zone."""
+    when = datetime.fromisoformat(iso)
+    try:
+        return when.astimezone(ZoneInfo(key))
+    except (ValueError, ZoneInfoNotFoundError):
+        return when
 
 
 _NO_ARGS = '{"args":[],"kwargs":{}}'

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from duetime._validate import NS_PER_SECOND, duration_ns
 from duetime.errors import InvalidArgument, StoreError
@@ -143,14 +144,22 @@ class SQLiteStore(SQLStore):
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
-        """A store for ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+        """A store for ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``
+        (percent-escapes decoded; no query parameters)."""
         prefix = "sqlite:///"
         if not url.startswith(prefix) or len(url) == len(prefix):
             raise InvalidArgument(
                 f"store must look like 'sqlite:///jobs.db' (relative) or "
                 f"'sqlite:////var/lib/app/jobs.db' (absolute), got {url!r}"
             )
-        return cls(url[len(prefix) :])
+        path, mark, _ = url[len(prefix) :].partition("?")
+        if mark:
+            raise InvalidArgument(
+                f"store URL 'sqlite:///...' takes no query parameters, got {url!r} (pass "
+                f"options to SQLiteStore(path, busy_timeout=..., poll_interval=...))"
+            )
+        # (Percent-escapes are decoded, as in any URL: 'my%20jobs.db' is 'my jobs.db'.)
+        return cls(unquote(path))
 
     # -- errors -----------------------------------------------------------------------------------
 
@@ -258,6 +267,20 @@ class SQLiteStore(SQLStore):
         except BaseException:
             self.close()
             raise
+
+    def _created(self) -> bool:
+        """Whether the file holds duetime's tables, looked at without creating them or the
+        file (the command line asks before it opens a store: opening creates them). A file
+        that SQLite cannot read answers True: opening it then says what is wrong."""
+        try:
+            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+            with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+                found = db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'duetime_meta'"
+                ).fetchone()
+        except sqlite3.Error:
+            return True
+        return found is not None
 
     def _create(self) -> None:
         db = self._db
