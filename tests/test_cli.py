@@ -363,6 +363,22 @@ def test_bad_arguments_exit_2_without_a_traceback_in_a_real_process() -> None:
     )
 
 
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    # (`python -m duetime cron ... -n 10000 | head -1` printed BrokenPipeError's traceback.)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "duetime", "cron", "* * * * *", "-n", "10000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"'* * * * *' in UTC")
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
 def test_help_is_plain_text_and_explains_the_timing_tags(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

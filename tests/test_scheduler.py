@@ -576,6 +576,18 @@ def test_decorator_form(scheduler: Scheduler, calls: list[Any]) -> None:
     assert scheduler.jobs()[0].name == "tick"
 
 
+def test_decorator_takes_when_as_a_keyword(scheduler: Scheduler, calls: list[Any]) -> None:
+    # (It said "missing 1 required positional argument: 'when'" though when was passed.)
+    @scheduler.scheduled(when=FixedRate(30))
+    def tick() -> None:
+        calls.append("tick")
+
+    scheduler.run_for(30)
+    assert calls == ["tick"]
+    with pytest.raises(TypeError, match=r"scheduled\(\) needs when: @s.scheduled\(when\)"):
+        scheduler.scheduled(name="x")
+
+
 def test_trigger_runs_out_of_band(scheduler: Scheduler, calls: list[Any]) -> None:
     job = scheduler.schedule(calls.append, 60, args=("x",))
     scheduler.trigger(job)
@@ -1331,6 +1343,10 @@ def test_after_shutdown_nothing_more_runs_by_any_door(
         ("step", scheduler.step),
         ("run_until", lambda: scheduler.run_until(T0 + timedelta(hours=1))),
         ("run_for", lambda: scheduler.run_for(60)),
+        # (They made a job look due, with a next run time, that would never run.)
+        ("reschedule", lambda: scheduler.reschedule("tick", 5)),
+        ("reschedule", lambda: scheduler.get("tick").reschedule(5)),  # type: ignore[union-attr]
+        ("resume", lambda: scheduler.resume("tick")),
     ]
     for name, door in doors:
         with pytest.raises(SchedulerShutdownError, match=f"cannot {name}: the scheduler has been"):

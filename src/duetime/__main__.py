@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -504,6 +505,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DuetimeError as exc:
         print(f"{parser.prog} {args.command}: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (``| head``): not an error of this command. Python would print
+        # a traceback flushing stdout at exit; point it at nothing instead.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # (after the ^C the terminal shows)
+        return 130
 
 
 if __name__ == "__main__":

@@ -938,11 +938,19 @@ class Scheduler:
             )
         return func
 
-    def scheduled(self, when: Any, /, **options: Unpack[ScheduleOptions]) -> Callable[[F], F]:
-        """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))``.
+    def scheduled(
+        self, when: Any = _NO_WHEN, **options: Unpack[ScheduleOptions]
+    ) -> Callable[[F], F]:
+        """Decorator form of ``schedule``: ``@s.scheduled(Cron("*/15 * * * *"))`` (or
+        ``@s.scheduled(when=...)``).
 
         The function is scheduled at decoration time and returned unchanged.
         """
+        if when is _NO_WHEN:
+            raise TypeError(
+                "scheduled() needs when: @s.scheduled(when), e.g. @s.scheduled('0 9 * * *') "
+                "for 09:00 every day or @s.scheduled(FixedRate(minutes=5))"
+            )
 
         def decorate(func: F) -> F:
             self.schedule(func, when, **options)
@@ -1305,7 +1313,11 @@ class Scheduler:
 
         Raises:
             JobLookupError: No live job has that id.
+            SchedulerShutdownError: The scheduler has been shut down (the job would look
+                due and never run).
         """
+        if self._shutdown:
+            raise SchedulerShutdownError("reschedule")
         trigger, first = self._when(when)
         with self._lock:
             job = self._lookup(job_or_id)
@@ -1358,7 +1370,11 @@ class Scheduler:
 
         Raises:
             JobLookupError: No live job has that id.
+            SchedulerShutdownError: The scheduler has been shut down (the job would look
+                due and never run).
         """
+        if self._shutdown:
+            raise SchedulerShutdownError("resume")
         with self._lock:
             job = self._lookup(job_or_id)
             if job._state is not JobState.PAUSED:
