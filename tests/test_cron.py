@@ -85,6 +85,10 @@ CALENDAR_TABLE = [
     ("0 0 * * 0", "2026-01-01T00:00", ["2026-01-04", "2026-01-11"]),
     ("0 12 1-7/3 jan,feb *", "2026-01-01T00:00", ["2026-01-01", "2026-01-04", "2026-01-07"]),
     ("@monthly", "2026-01-15T00:00", ["2026-02-01", "2026-03-01"]),
+    # A numeric weekday range before '#' means what the named one does (croniter refused it).
+    ("0 0 * * 1-5#1", "2026-01-01T00:00", ["2026-01-02", "2026-01-05", "2026-01-06"]),
+    ("0 0 * * mon-fri#1", "2026-01-01T00:00", ["2026-01-02", "2026-01-05", "2026-01-06"]),
+    ("0 0 * * 5-7#1", "2026-01-01T00:00", ["2026-01-02", "2026-01-03", "2026-01-04"]),
     ("@yearly", "2026-01-15T00:00", ["2027-01-01", "2028-01-01"]),
 ]
 
@@ -139,7 +143,8 @@ def test_wildcard_classification() -> None:
         ("0 0 30 2 *", "can never match"),
         ("H * * * *", "not deterministic"),
         ("R * * * *", "not deterministic"),
-        ("@reboot", "5 fields"),
+        ("@reboot", r"@reboot names no time: run the job when your program starts"),
+        ("@fortnightly", "known aliases are @yearly, @annually"),
     ],
 )
 def test_invalid_expressions_are_rejected_quoting_the_input(expr: str, message: str) -> None:

@@ -432,6 +432,23 @@ def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
 
 
+async def _async_square(x: int) -> int:
+    return x * x
+
+
+def test_process_pool_runs_coroutine_functions_to_completion(clock: FakeClock) -> None:
+    # (Submitted bare, the coroutine object could not be pickled back: the job failed with
+    # "cannot pickle 'coroutine' object" and a "never awaited" warning.)
+    from duetime import JobSucceeded
+
+    rec = Recorder()
+    with cf.ProcessPoolExecutor(1) as pool, Scheduler(clock=clock, executor=pool) as s:
+        s.subscribe(rec, JobSucceeded)
+        job = s.schedule(_async_square, 0, args=(7,))
+        until(lambda: job.state is JobState.COMPLETED)
+    assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
+
+
 def first_run_waits() -> tuple[threading.Event, list[float], Callable[[], None]]:
     """A job that records the scheduled times of its runs (seconds after the start), the first
     of which lasts until the event is set."""

@@ -108,6 +108,15 @@ def test_schedule_options_are_the_keywords_schedule_takes(scheduler: Scheduler) 
         scheduler.schedule(print, 5, priorty=1)  # type: ignore[call-arg]
 
 
+def test_replace_without_an_id_says_it_replaces_nothing(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler.schedule(print, 5, replace=True)
+    scheduler.schedule(print, 5, replace=True)
+    assert len(scheduler) == 2
+    assert caplog.text.count("replace=True without id= replaces nothing") == 2
+
+
 def test_schedule_annotations_resolve_at_runtime() -> None:
     # Tools that read annotations at runtime (typeguard, sphinx-autodoc-typehints) resolve them.
     if sys.version_info < (3, 11):

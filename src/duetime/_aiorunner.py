@@ -16,6 +16,7 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any
 
+from duetime._awaiting import call_to_completion
 from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import FakeClock, WallAxis
@@ -192,7 +193,7 @@ class AsyncRunner(HeadWatcher):
             done.set_result(None)
             return done
         s.emit_started(occ)
-        pooled = executor.submit(job.func, *job.args, **(job.kwargs or {}))
+        pooled = executor.submit(call_to_completion, job.func, job.args, job.kwargs or {})
         # The outcome is recorded from the pool's own future (in the pool's thread, as the
         # thread runner does): the asyncio wrapper, which the loop completes later, may be
         # cancelled with the runner while the job runs on.

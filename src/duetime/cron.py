@@ -153,6 +153,13 @@ class Cron:
         if not isinstance(expr, str):
             raise TypeError(f"expr must be a cron expression string, got {expr!r}")
         text = " ".join(expr.split())
+        if text.startswith("@") and text.lower() not in _ALIASES:
+            why = (
+                "@reboot names no time: run the job when your program starts with schedule(func, 0)"
+                if text.lower() == "@reboot"
+                else "known aliases are " + ", ".join(_ALIASES)
+            )
+            raise InvalidArgument(f"expr is not a valid cron expression: {expr!r} ({why})")
         text = _ALIASES.get(text.lower(), text)
         fields = text.split(" ") if text else []
         if len(fields) not in (5, 6):
@@ -502,6 +509,11 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
                 # croniter reads an equal range ("5-5", "wed-wed") as the whole field.
                 item = m[1]
         if names is _WEEKDAYS:
+            m = re.fullmatch(r"(\d)-(\d)#(\d)", item)
+            if m is not None and int(m[1]) <= int(m[2]) <= 7:
+                # croniter takes "mon-fri#1" but refuses "1-5#1": one item per weekday.
+                special += [f"{day}#{m[3]}" for day in range(int(m[1]), int(m[2]) + 1)]
+                continue
             m = _LAST_WEEKDAY.match(item)
             if m is not None and _value(m[1], names) is not None:
                 item = f"l{_value(m[1], names)}"

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from duetime._awaiting import call_to_completion
 from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import real_monotonic
@@ -349,7 +350,8 @@ class Runner(HeadWatcher):
                 if s.may_start is not None and not s.may_start(occ):
                     return
                 s.emit_started(occ)
-                fut = executor.submit(job.func, *job.args, **(job.kwargs or {}))
+                # (A coroutine function's coroutine is run there: it cannot cross back.)
+                fut = executor.submit(call_to_completion, job.func, job.args, job.kwargs or {})
                 fut.add_done_callback(self._done_callback(occ, process=True))
             else:
                 fut = executor.submit(s.execute, occ)

@@ -26,7 +26,6 @@ it). A durable store will need them to take the general path (docs/decisions.md)
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import itertools
 import json
 import logging
@@ -39,7 +38,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import asdict as _asdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import _durable, _foreign, policy
 from duetime._aiorunner import AsyncRunner
+from duetime._awaiting import await_result as _await
 from duetime._durable import MissingTask
 from duetime._engine import Engine
 from duetime._timers import (
@@ -183,41 +183,6 @@ _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 _INF = float("inf")
 #: ``schedule()``'s default for ``when``, so that leaving it out gets a message saying how.
 _NO_WHEN: Any = object()
-
-
-def _await(coro: Any) -> Any:
-    """Run a coroutine that a job returned to completion, in an event loop of this thread.
-
-    A coroutine function scheduled on the thread runner or stepped by hand must really run, not
-    leave a coroutine object behind while its run counts as a success. Each run gets a fresh
-    loop (``asyncio.run``); AsyncScheduler is the way to share one loop with the application.
-    Called from code that already runs a loop in this thread (``run_until`` inside an async
-    test), the coroutine runs on a helper thread with its own loop, in the same context.
-
-    An async generator (an ``async def`` with ``yield``) cannot be run as a job: that is the
-    job's failure, a ``TypeError``.
-
-    A ``CancelledError`` out of the job's own coroutine (it awaited something cancelled) is that
-    job's failure, not an interruption of whoever runs it: it is raised as a ``RuntimeError``,
-    which the life cycle records like any exception of the job.
-    """
-    if type(coro) is AsyncGeneratorType:
-        raise TypeError(
-            "the job is an async generator function (async def with yield), which cannot be "
-            "run as a job: its body never runs; make it a plain async def"
-        )
-    import asyncio  # (here: a program on the thread runner never pays for importing it)
-
-    try:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coro)
-        ctx = contextvars.copy_context()
-        with ThreadPoolExecutor(1, thread_name_prefix="duetime-await") as pool:
-            return pool.submit(ctx.run, asyncio.run, coro).result()
-    except asyncio.CancelledError as exc:
-        raise RuntimeError(f"the job's coroutine was cancelled ({exc!r})") from exc
 
 
 # Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
@@ -704,6 +669,13 @@ class Scheduler:
         for flag, value in (("replace", replace), ("paused", paused)):
             if type(value) is not bool:
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
+        if replace and id is None:
+            # (Without an id there is nothing to replace: each call makes a new job. Warned,
+            # not refused: the call does what it says for a job that is new.)
+            logger.warning(
+                "replace=True without id= replaces nothing: each call adds a new job; give "
+                "the job an id, e.g. schedule(func, when, id='nightly', replace=True)"
+            )
         if self._durable:
             ref, args_json = self._check_storable(
                 func, trigger, tuple(args), kwargs, id, name, limiter, task_name
