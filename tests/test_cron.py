@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -145,6 +147,11 @@ def test_wildcard_classification() -> None:
         ("R * * * *", "not deterministic"),
         ("@reboot", r"@reboot names no time: run the job when your program starts"),
         ("@fortnightly", "known aliases are @yearly, @annually"),
+        # (croniter's words were "it bands 'l-2' in field 2 are not acceptable", "it is not
+        # acceptable".)
+        ("0 0 L-2 * *", r"'l-2' is no form of L, W or # duetime reads: the day of the month"),
+        ("0 0 * * mon#2#3", r"'mon#2#3' is no form of L, W or #"),
+        ("0 0 15W/2 * *", r"'15w/2' is no form of L, W or #"),
     ],
 )
 def test_invalid_expressions_are_rejected_quoting_the_input(expr: str, message: str) -> None:
@@ -332,3 +339,12 @@ def test_croniter_is_imported_at_the_first_cron_not_with_duetime() -> None:
         "print('croniter' in sys.modules)\n"
     )
     assert fresh_python(code) == ["False", "True"]
+
+
+def test_a_cron_copies_and_pickles() -> None:
+    # (Its per-thread croniter cache made copy.deepcopy and pickle raise TypeError.)
+    cron = Cron("0 9 * * mon-fri#1", tz="Europe/Berlin")
+    after = datetime(2026, 1, 1, tzinfo=ZoneInfo("Europe/Berlin"))
+    for other in (copy.deepcopy(cron), pickle.loads(pickle.dumps(cron)), copy.copy(cron)):
+        assert other == cron
+        assert fire_times(other, after, 3) == fire_times(cron, after, 3)

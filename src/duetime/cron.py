@@ -88,6 +88,11 @@ class _State:
 
     local: threading.local = field(default_factory=threading.local)
 
+    def __reduce__(self) -> tuple[type[_State], tuple[()]]:
+        # A copy or an unpickled Cron starts with no croniter of its own (a thread-local
+        # cannot be copied or pickled).
+        return (_State, ())
+
 
 @dataclass(frozen=True, slots=True)
 class Cron:
@@ -578,6 +583,13 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
         except (ValueError, AttributeError, KeyError, TypeError, IndexError) as exc:
             # (croniter quotes the sub-expression it was given; the user wrote expr.)
             reason = str(exc).replace(f"[{part}]", "it").replace(part, "it")
+            odd = [i for i in f"{d},{w}".split(",") if re.search(r"[lw#]", i.lower())]
+            if odd and ("not acceptable" in reason or "bands" in reason):
+                # (croniter's own words: "it is not acceptable", "bands 'l-2' in field 2".)
+                reason = (
+                    f"{odd[0]!r} is no form of L, W or # duetime reads: the day of the month takes "
+                    f"L, LW and 15W, the day of the week 5L (or L5, friL), mon#2 and mon-fri#1"
+                )
             raise InvalidArgument(
                 f"expr is not a valid cron expression: {expr!r} ({reason})"
             ) from exc
