@@ -401,3 +401,19 @@ def test_a_from_at_the_ends_of_the_calendar_is_no_crash(
 ) -> None:
     assert main(["cron", "0 9 * * *", "--tz", "Europe/Berlin", "--from", start, "-n", "2"]) == 0
     assert capsys.readouterr().out.startswith("'0 9 * * *' in Europe/Berlin")
+
+
+def test_a_preview_that_reaches_the_end_of_the_calendar_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # (It stopped early, exit 0, without a word: fewer fires than -n asked for.)
+    assert main(["cron", "0 0 1 1 *", "--from", "9997-06-01", "-n", "5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:3]] == ["9998-01-01", "9999-01-01"]
+    assert lines[3] == (
+        "  no more fires before the end of the calendar (the year 9999): 2 of the 5 asked for"
+    )
+    assert main(["cron", "0 0 29 2 mon", "--from", "9999-03-01", "-n", "3"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "  no fires before the end of the calendar (the year 9999): 0 of the 3 asked for"
+    )

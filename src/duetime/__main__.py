@@ -223,7 +223,9 @@ def cron(expr: str, tz_name: str, count: int, start: str | None) -> int:
     if note:
         print(f"  {note}")
     previous_fire = after
+    shown = 0
     for fire in fire_times(c, after, count):
+        shown += 1
         for t in transitions(c, previous_fire, fire):
             print(_transition_line(t, c.wildcard_timed))
         local = fire.astimezone(tz)
@@ -239,6 +241,12 @@ def cron(expr: str, tz_name: str, count: int, start: str | None) -> int:
         utc = fire.astimezone(timezone.utc)
         mark = f"  <- {'; '.join(marks)}" if marks else ""
         print(f"  {_local(local, tz)}   {utc:%Y-%m-%d %H:%M:%S} UTC{mark}")
+    if shown < count:
+        # (Not a silent stop: the calendar ends at the year 9999.)
+        print(
+            f"  no {'more ' if shown else ''}fires before the end of the calendar "
+            f"(the year 9999): {shown} of the {count} asked for"
+        )
     return 0
 
 
