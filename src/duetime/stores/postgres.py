@@ -1125,12 +1125,18 @@ class PostgresStore(SQLStore):
         driver = _psycopg()
         backoff = _RECONNECT_FIRST
         conn: psycopg.Connection[Any] | None = None
+        failures = 0  # since the connection was last up: the first is a warning, the rest debug
         while not self._stop.is_set():
             try:
                 if conn is None:
                     conn = self._connect()
                     conn.execute(f"LISTEN {_quote(self._channel)}")
                     backoff = _RECONNECT_FIRST
+                    if failures > 1:
+                        logger.warning(
+                            "listening to PostgreSQL again, after %d failed attempts", failures
+                        )
+                    failures = 0
                     self._fire()  # notifications may have been missed while it was down
                 woken = False
                 for note in conn.notifies(timeout=0.5, stop_after=1):
@@ -1143,7 +1149,10 @@ class PostgresStore(SQLStore):
             except driver.Error as exc:
                 if self._stop.is_set():
                     break
-                logger.warning("lost the listening connection to PostgreSQL: %s", exc)
+                failures += 1
+                (logger.debug if failures > 1 else logger.warning)(
+                    "lost the listening connection to PostgreSQL: %s", exc
+                )
                 if conn is not None:
                     with contextlib.suppress(Exception):
                         conn.close()
