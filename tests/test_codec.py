@@ -100,6 +100,18 @@ def test_a_datetime_in_an_iana_zone_comes_back_in_that_zone() -> None:
     # The next day at 09:00, in Berlin: after the change to summer time (+02:00).
     assert (back[0] + timedelta(days=1)).utcoffset() == timedelta(hours=2)
     # A zone this host does not know: the instant, with its stored offset.
+    # At the calendar's ends the conversion through UTC overflows: the stored offset stands
+    # (it raised OverflowError, and no process could load the store's jobs).
+    edges = [
+        datetime.max.replace(tzinfo=ZoneInfo("America/New_York")),
+        datetime.min.replace(tzinfo=BERLIN),
+    ]
+    assert loads_args(dumps_args(edges, None))[0] == tuple(edges)
+    # A user's dict of that one key, written before the tag existed, comes back as a dict.
+    assert loads_args('{"args":[{"$zoned":1},{"$zoned":["a"]}],"kwargs":{}}')[0] == (
+        {"$zoned": 1},
+        {"$zoned": ["a"]},
+    )
     text = dumps_args([stored[0]], None).replace("Europe/Berlin", "Nowhere/Atlantis")
     ((alone,), _) = loads_args(text)
     assert alone == stored[0] and alone.utcoffset() == timedelta(hours=1)

@@ -248,6 +248,10 @@ def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> 
     s.shutdown()
     with psycopg.connect(store.dsn) as conn:
         assert conn.execute("SHOW statement_timeout").fetchone() == ("12345ms",)
+    # (Empty pieces are dropped, as parse_qsl did: libpq refuses '?&&port=5'.)
+    assert PostgresStore.from_url(f"{pg_database}?&&connect_timeout=3&schema=x").dsn == (
+        f"{pg_database}?connect_timeout=3"
+    )
     direct = PostgresStore(f"{pg_database}?schema={pg_schema}")
     assert (direct.schema, direct.dsn) == (pg_schema, pg_database)
     t = Scheduler(FakeClock(T0), store=direct)

@@ -2178,22 +2178,31 @@ def test_a_job_added_in_a_batch_can_be_triggered_in_it(
         assert [r.state for r in scheduler.runs("n")] == ["succeeded"]
 
 
-def test_a_trigger_in_a_batch_whose_new_id_is_taken_runs_nothing(
-    open_scheduler: Opener, calls: Calls
+@pytest.mark.parametrize("drive", ["trigger", "run_pending"])
+def test_a_run_in_a_batch_whose_new_id_is_taken_runs_nothing_and_loses_nothing(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls, drive: str
 ) -> None:
+    # The batch's new rows go in before the run is claimed, and the taken id raises there:
+    # memory was already changed for the claim (the job counted as running, its entry
+    # popped), so the job never ran again in this process.
     s = open_scheduler()
+    s.schedule("record", 10, id="a")
     open_scheduler().schedule("record", 3600, id="n")  # (elsewhere: this process has not read it)
+    clock.advance(10)
 
     def changes() -> None:
         with s.batch():
             s.schedule("record", 3600, id="n")
             with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
-                s.trigger("n")
+                s.trigger("a") if drive == "trigger" else s.run_pending()
 
     with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
         changes()
     assert calls.keys == []
     assert [r.key for r in open_scheduler().runs()] == []
+    assert s.run_pending() == 1
+    assert calls.keys == ["a@2026-03-02T08:00:10+00:00"]
+    assert s.wait_idle(WAIT)
 
 
 def test_a_failed_batch_nested_in_one_fails_that_one_too(open_scheduler: Opener) -> None:

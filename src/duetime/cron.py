@@ -515,9 +515,16 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
                 item = m[1]
         if names is _WEEKDAYS:
             m = re.fullmatch(r"(\d)-(\d)#(\d)", item)
-            if m is not None and int(m[1]) <= int(m[2]) <= 7:
-                # croniter takes "mon-fri#1" but refuses "1-5#1": one item per weekday.
-                special += [f"{day}#{m[3]}" for day in range(int(m[1]), int(m[2]) + 1)]
+            if m is not None and int(m[1]) <= 7 and int(m[2]) <= 7:
+                # croniter takes "mon-fri#1" but refuses "1-5#1": one item per weekday (a
+                # range past Saturday, "5-1#1", wraps round as "fri-mon#1" does).
+                first, last = int(m[1]) % 7, int(m[2])
+                days = (
+                    range(first, last + 1)
+                    if first <= last
+                    else [*range(first, 7), *range(last + 1)]
+                )
+                special += [f"{day}#{m[3]}" for day in days]
                 continue
             m = _LAST_WEEKDAY.match(item)
             if m is not None and _value(m[1], names) is not None:

@@ -669,13 +669,6 @@ class Scheduler:
         for flag, value in (("replace", replace), ("paused", paused)):
             if type(value) is not bool:
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
-        if replace and id is None:
-            # (Without an id there is nothing to replace: each call makes a new job. Warned,
-            # not refused: the call does what it says for a job that is new.)
-            logger.warning(
-                "replace=True without id= replaces nothing: each call adds a new job; give "
-                "the job an id, e.g. schedule(func, when, id='nightly', replace=True)"
-            )
         if self._durable:
             ref, args_json = self._check_storable(
                 func, trigger, tuple(args), kwargs, id, name, limiter, task_name
@@ -702,6 +695,13 @@ class Scheduler:
         else:
             opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
             plain = False
+        if replace and id is None:
+            # (Without an id there is nothing to replace: each call makes a new job. Warned,
+            # not refused: the call does what it says for a job that is new.)
+            logger.warning(
+                "replace=True without id= replaces nothing: each call adds a new job; give "
+                "the job an id, e.g. schedule(func, when, id='nightly', replace=True)"
+            )
 
         with self._lock:
             if self._shutdown:
@@ -1383,6 +1383,8 @@ class Scheduler:
             if self._shutdown:
                 raise SchedulerShutdownError("trigger")
             job = self._lookup(job_or_id)
+            if self._durable:
+                self._store.insert_pending()  # type: ignore[attr-defined]
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             key = self._free_trigger_key(job, wall) if self._durable else None
@@ -2834,6 +2836,14 @@ class Scheduler:
     ) -> tuple[Occ | None, ClaimAnswer | None]:
         """Decide one popped entry and claim it alone: the occurrence to run (None if not),
         and the store's answer (None if nothing was asked of it). ``hold``: see ``_claimed``."""
+        # Inside a batch, its new jobs' rows go in first, before memory changes for the claim:
+        # an id taken elsewhere then raises with nothing to undo but the entry's pop (the job
+        # is read back, queued again).
+        try:
+            self._store.insert_pending()  # type: ignore[attr-defined]
+        except BaseException:
+            self._reload(key if type(key) is Job else key.job, quiet=True)
+            raise
         prepared = self._prepare_claim(key, tb, due, wall, mono)
         if prepared is None:
             return None, None
@@ -2861,6 +2871,7 @@ class Scheduler:
         if head is None or head[2] > mono:
             self._full_since = None
             return None
+        store.insert_pending()  # type: ignore[attr-defined]  # (in a batch: see _claim_one)
         limit = self._claim_limit
         if self._full_since is None:
             limit = _CLAIM_FIRST

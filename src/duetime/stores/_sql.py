@@ -497,7 +497,7 @@ class SQLStore(MemoryStore):
         another). Returns, for each row, whether it was written: for a row with a guard,
         whether this write moved the job on (as given or merged with a change made
         elsewhere); for one without, whether it was written as given."""
-        self._insert_pending()
+        self.insert_pending()
         answers = []
         kept = []
         with self._tx("saving jobs") as db:
@@ -547,12 +547,14 @@ class SQLStore(MemoryStore):
         self._wrote(rows, rev)
         return []
 
-    def _insert_pending(self) -> None:
+    def insert_pending(self) -> None:
         """Inside a batch, insert the new jobs' rows kept for its end now: before a run of one
         of them is claimed or settled in it (``trigger()`` of a scheduler whose runner is not
         started runs the job at once), whose writes of the job's row would otherwise make the
         insert at the end find its id taken. A taken id raises ``ConflictingIdError`` here,
-        and the rows stay kept, so the batch's end raises it too."""
+        and the rows stay kept, so the batch's end raises it too. (The Scheduler calls it
+        before it changes anything in memory for such a run; the stores' own calls are the
+        safety net.)"""
         if not (self._batch and self._pending):
             return
         taken = self._insert_now(self._pending, self._pending_now)
@@ -629,7 +631,7 @@ class SQLStore(MemoryStore):
         nothing was written: try again shortly) or ``"done"`` (the row moved on but the fire's
         key had run or is running already, or ``solo`` found another run going: skip it).
         """
-        self._insert_pending()
+        self.insert_pending()
         # Ordered so that whatever decides "lost" comes first and nothing needs undoing: the
         # guarded row update for a regular fire, the run's claim for a side occurrence.
         lost = False
@@ -801,7 +803,7 @@ class SQLStore(MemoryStore):
         with a retry to come, or ``dead``) and write the job's row, if this process still holds
         the run. Returns False, writing nothing, if it does not (its lease ran out and another
         worker took it over)."""
-        self._insert_pending()
+        self.insert_pending()
         final = state != "failed"
         # (A failed run's lease_until is when its retry is due: see _retry_at.)
         retry = None if final else self._retry_at(row, key, attempt)

@@ -109,7 +109,12 @@ def _decode(value: Any) -> Any:
             ((tag, inner),) = value.items()
             if tag == "$datetime":
                 return datetime.fromisoformat(inner)
-            if tag == "$zoned":
+            if (
+                tag == "$zoned"
+                and type(inner) is list
+                and len(inner) == 2
+                and all(type(v) is str for v in inner)
+            ):
                 return _zoned(*inner)
             if tag == "$date":
                 return date.fromisoformat(inner)
@@ -129,7 +134,9 @@ def _zoned(iso: str, key: str) -> datetime:
     when = datetime.fromisoformat(iso)
     try:
         return when.astimezone(ZoneInfo(key))
-    except (ValueError, ZoneInfoNotFoundError):
+    except (ValueError, OverflowError, ZoneInfoNotFoundError):
+        # (OverflowError: within a day of datetime.max or .min, the conversion through UTC
+        # leaves the calendar; the stored offset still names the instant.)
         return when
 
 

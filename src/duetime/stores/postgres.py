@@ -374,6 +374,8 @@ def _split_schema(url: str) -> tuple[str, str | None]:
     schema = None
     kept = []
     for piece in query.split("&"):
+        if not piece:
+            continue  # (as parse_qsl drops them: libpq refuses an empty one)
         key, _, value = piece.partition("=")
         if unquote_plus(key) == "schema":
             schema = unquote_plus(value)
@@ -766,7 +768,7 @@ class PostgresStore(SQLStore):
         """``SQLStore.settle_and_claim``: the outcomes and the regular first-attempt claims in
         one transaction and one round trip (two statements, pipelined); the other claims one
         by one, after it."""
-        self._insert_pending()
+        self.insert_pending()
         if any(row is None for *_, row in outcomes):  # (not from the Scheduler)
             return super().settle_many(outcomes), self.claim_many(asks)
         claims: list[ClaimAnswer] = [("", None)] * len(asks)
