@@ -421,30 +421,22 @@ def _square(x: int) -> int:
     return x * x
 
 
-def test_process_pool_runs_picklable_functions(clock: FakeClock) -> None:
-    from duetime import JobSucceeded
-
-    rec = Recorder()
-    with cf.ProcessPoolExecutor(1) as pool, Scheduler(clock=clock, executor=pool) as s:
-        s.subscribe(rec, JobSucceeded)
-        job = s.schedule(_square, 0, args=(7,))
-        until(lambda: job.state is JobState.COMPLETED)
-    assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
-
-
 async def _async_square(x: int) -> int:
     return x * x
 
 
-def test_process_pool_runs_coroutine_functions_to_completion(clock: FakeClock) -> None:
-    # (Submitted bare, the coroutine object could not be pickled back: the job failed with
-    # "cannot pickle 'coroutine' object" and a "never awaited" warning.)
+# (A coroutine function submitted bare could not be pickled back: the job failed with "cannot
+# pickle 'coroutine' object" and a "never awaited" warning.)
+@pytest.mark.parametrize("func", [_square, _async_square])
+def test_process_pool_runs_picklable_functions(
+    clock: FakeClock, func: Callable[[int], Any]
+) -> None:
     from duetime import JobSucceeded
 
     rec = Recorder()
     with cf.ProcessPoolExecutor(1) as pool, Scheduler(clock=clock, executor=pool) as s:
         s.subscribe(rec, JobSucceeded)
-        job = s.schedule(_async_square, 0, args=(7,))
+        job = s.schedule(func, 0, args=(7,))
         until(lambda: job.state is JobState.COMPLETED)
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
 
