@@ -2288,7 +2288,7 @@ class Scheduler:
         self._unsure: set[Job] = set()
         # Ids of jobs a failed batch cancelled, to read back once the store answers.
         self._unsure_ids: set[str] = set()
-        # Store failures of each kind ("claims", "polls") since the last success of that kind:
+        # Store failures of each kind ("claims", "polls", "lease upkeeps") since its last success:
         # the first of a row is logged as an ERROR, the rest (an outage retried every quarter
         # second for every due fire) at DEBUG, and the recovery once (_store_failed).
         self._failing: dict[str, int] = {}
