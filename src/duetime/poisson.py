@@ -202,15 +202,17 @@ class Poisson:
     recurring = True
 
     def __post_init__(self) -> None:
-        if isinstance(self.mean_interval, timedelta):
+        mean_interval = self.mean_interval
+        if isinstance(mean_interval, timedelta):
             # (Stored as seconds, like the other durations a recurrence keeps.)
-            object.__setattr__(self, "mean_interval", self.mean_interval.total_seconds())
-        given: dict[str, float] = {
-            k: v  # type: ignore[misc]  # (a timedelta mean_interval was made seconds above)
+            mean_interval = mean_interval.total_seconds()
+            object.__setattr__(self, "mean_interval", mean_interval)
+        given = {
+            k: v
             for k, v in (
                 ("per_day", self.per_day),
                 ("rate", self.rate),
-                ("mean_interval", self.mean_interval),
+                ("mean_interval", mean_interval),
             )
             if v is not None
         }

@@ -38,6 +38,10 @@ __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 #: The version of the tables this code reads and writes; a file with a newer one is refused.
 SCHEMA_VERSION = 1
 
+# Whether a file holds duetime's tables (a row if it does): the schema check on opening, and the
+# command line's look before it opens a store.
+_HAS_META = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'duetime_meta'"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS duetime_meta (
     key TEXT PRIMARY KEY,
@@ -275,9 +279,7 @@ class SQLiteStore(SQLStore):
         try:
             uri = Path(self.path).resolve().as_uri() + "?mode=ro"
             with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-                found = db.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'duetime_meta'"
-                ).fetchone()
+                found = db.execute(_HAS_META).fetchone()
         except sqlite3.Error:
             return True
         return found is not None
@@ -286,9 +288,7 @@ class SQLiteStore(SQLStore):
         db = self._db
         assert db is not None
         try:
-            found = db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'duetime_meta'"
-            ).fetchone()
+            found = db.execute(_HAS_META).fetchone()
             if found is not None:
                 row = db.execute("SELECT value FROM duetime_meta WHERE key = 'schema'").fetchone()
                 version = None if row is None else row[0]
