@@ -163,6 +163,16 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("Scheduler wall_check", lambda: Scheduler(wall_check_interval=0), InvalidArgument, "wall_check_interval must be positive"),
     ("Scheduler lease zero", lambda: Scheduler(lease=0), InvalidArgument, "lease must be positive, got 0"),
     ("Scheduler lease years", lambda: Scheduler(lease=10**12), InvalidArgument, r"lease must be at most a year \(seconds\), got 1000000000000"),
+    # APScheduler 3's constructor keywords, named with duetime's spelling
+    ("APScheduler Scheduler timezone", lambda: Scheduler(timezone="UTC"), TypeError, r"Scheduler\(\) got an unexpected keyword argument 'timezone' \(APScheduler's\): use tz="),  # type: ignore[call-arg]
+    ("APScheduler Scheduler jobstores", lambda: Scheduler(jobstores={}), TypeError, "'jobstores' .*use store="),  # type: ignore[call-arg]
+    ("APScheduler job_defaults", lambda: Scheduler(job_defaults={}), TypeError, "'job_defaults' .*give misfire=, grace= and overlap= to Scheduler"),  # type: ignore[call-arg]
+    ("APScheduler Cron timezone", lambda: Cron("0 9 * * *", timezone="UTC"), TypeError, r"Cron\(\) got an unexpected keyword argument 'timezone' \(APScheduler's\): use tz="),  # type: ignore[call-arg]
+    ("APScheduler Cron start_date", lambda: Cron(hour=9, start_date=None), TypeError, "'start_date' .*use start="),  # type: ignore[call-arg]
+    ("APScheduler Cron week", lambda: Cron(week=2), TypeError, "Cron has no week field"),  # type: ignore[call-arg]
+    ("APScheduler interval end_date", lambda: FixedRate(minutes=5, end_date=None), TypeError, r"FixedRate\(\) got .*'end_date' .*intervals have no end bound"),  # type: ignore[call-arg]
+    ("APScheduler interval jitter", lambda: FixedDelay(5, jitter=1), TypeError, r"FixedDelay\(\) got .*jitter is a job option: schedule\(\.\.\., jitter=seconds\)"),  # type: ignore[call-arg]
+    ("unknown constructor keyword", lambda: FixedRate(5, bogus=1), TypeError, r"unexpected keyword argument 'bogus'$"),  # type: ignore[call-arg]
     ("Scheduler misfire", lambda: Scheduler(misfire="skip"), TypeError, "misfire must be a Misfire"),  # type: ignore[arg-type]
     ("Scheduler tz typo", lambda: Scheduler(tz="Europe/Berln"), InvalidArgument, r"'Europe/Berln'; did you mean Europe/Berlin\?$"),
     ("Cron tz city", lambda: Cron("* * * * *", tz="Berlin"), InvalidArgument, r"did you mean Europe/Berlin\?"),

@@ -7,9 +7,20 @@ Nothing here runs on a path that succeeds: only where an error is being built.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["install_hints", "keyword_hint", "trigger_hint"]
+__all__ = [
+    "CRON_KEYWORDS",
+    "INTERVAL_KEYWORDS",
+    "SCHEDULER_KEYWORDS",
+    "hint_keywords",
+    "install_hints",
+    "keyword_hint",
+    "trigger_hint",
+]
 
 
 #: APScheduler 3's trigger names, given as ``when``, and what to pass instead.
@@ -106,3 +117,54 @@ def install_hints(cls: type) -> None:
     ``AttributeError`` a missing attribute would, naming what to write instead."""
     for name, hint in _APSCHEDULER_NAMES.items():
         setattr(cls, name, _ForeignName(name, hint))
+
+
+#: APScheduler 3's scheduler constructor keywords, given to Scheduler().
+SCHEDULER_KEYWORDS = {
+    "timezone": "use tz=",
+    "jobstores": 'use store= (one store: "sqlite:///jobs.db" or "postgresql://...")',
+    "job_defaults": "give misfire=, grace= and overlap= to Scheduler() itself",
+    "misfire_grace_time": "use grace=seconds",
+    "coalesce": "use misfire=Misfire.RUN_ONCE (coalesce) or misfire=Misfire.RUN_ALL",
+    "max_instances": "use overlap=Overlap.SKIP, QUEUE or ALLOW",
+}
+#: APScheduler 3's CronTrigger keywords that Cron() spells differently or lacks.
+CRON_KEYWORDS = {
+    "timezone": "use tz=",
+    "start_date": "use start=",
+    "end_date": "use end= (inclusive, as in APScheduler)",
+    "year": "Cron has no year field: bound the years with start= and end=",
+    "week": "Cron has no week field: use day_of_week with #n, or start= and end=",
+    "jitter": "jitter is a job option: schedule(..., jitter=seconds)",
+}
+#: APScheduler 3's IntervalTrigger keywords that FixedRate()/FixedDelay() spell differently or lack.
+INTERVAL_KEYWORDS = {
+    "start_date": "use FixedRate(..., start=datetime) or FixedDelay(..., initial_delay=seconds)",
+    "end_date": "intervals have no end bound: cancel the job, or use Cron(..., end=)",
+    "timezone": "intervals need none, they are elapsed time (Cron(..., tz=) for wall-clock times)",
+    "jitter": "jitter is a job option: schedule(..., jitter=seconds)",
+}
+
+
+def hint_keywords(cls: type, hints: Mapping[str, str]) -> None:
+    """Make ``cls(...)`` given one of APScheduler's keywords in ``hints`` (that ``cls`` does
+    not take) raise the ``TypeError`` Python would, naming what to write instead.
+
+    The check runs before the constructor, on the keywords only: a call that binds costs one
+    dict test per keyword given, and the constructor's own errors reach the caller untouched.
+    """
+    init: Callable[..., None] = cls.__init__  # type: ignore[misc]
+    known = set(inspect.signature(init).parameters)
+    foreign = {k: v for k, v in hints.items() if k not in known}
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for keyword in kwargs:
+            if keyword in foreign:
+                raise TypeError(
+                    f"{type(self).__name__}() got an unexpected keyword argument {keyword!r} "
+                    f"(APScheduler's): {foreign[keyword]} (docs/migrating.md)"
+                )
+        init(self, *args, **kwargs)
+
+    setattr(cls, "__init__", __init__)  # noqa: B010  # (mypy refuses assigning a method)

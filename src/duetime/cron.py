@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
+from duetime import _foreign
 from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, integer, zone
 from duetime.errors import InvalidArgument
 from duetime.recurrence import WALL, Env, _skip_by_walking
@@ -731,3 +732,6 @@ def fire_times(cron: Cron, after: datetime, count: int, tz: tzinfo | None = None
         t = nxt // NS_PER_SECOND
         out.append(datetime.fromtimestamp(t, zone_))
     return out
+
+
+_foreign.hint_keywords(Cron, _foreign.CRON_KEYWORDS)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from duetime import _foreign
 from duetime._validate import (
     NS_PER_SECOND,
     aware_datetime,
@@ -481,3 +482,7 @@ class FixedDelay(_Interval):
 def seconds_of(ns: int) -> float:
     """Nanoseconds as float seconds, for messages and events."""
     return ns / NS_PER_SECOND
+
+
+_foreign.hint_keywords(FixedRate, _foreign.INTERVAL_KEYWORDS)
+_foreign.hint_keywords(FixedDelay, _foreign.INTERVAL_KEYWORDS)

@@ -3821,3 +3821,4 @@ class Scheduler:
 
 if not TYPE_CHECKING:  # (type checkers keep flagging them as unknown attributes)
     _foreign.install_hints(Scheduler)
+_foreign.hint_keywords(Scheduler, _foreign.SCHEDULER_KEYWORDS)
