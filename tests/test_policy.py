@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -169,9 +170,20 @@ def test_retry_delay_follows_the_policy_and_contains_a_broken_one() -> None:
     for bad in (-1.0, float("nan"), float("inf"), "5"):
         assert retry_delay(Returns(bad), 1, ValueError(), rng, None) == (
             None,
-            f"returned {bad!r}",
+            f"returned {bad!r} (not seconds from 0 to a thousand years)",
             None,
         )
+    # A delay past a thousand years would fail where a datetime is made of it: refused too.
+    assert retry_delay(Returns(1e12), 1, ValueError(), rng, None)[:2] == (
+        None,
+        "returned 1000000000000.0 (not seconds from 0 to a thousand years)",
+    )
+    # A timedelta is a delay, as FixedBackoff takes one.
+    assert retry_delay(Returns(timedelta(seconds=90)), 1, ValueError(), rng, None) == (
+        90,
+        None,
+        None,
+    )
     # Any finite real number of seconds >= 0 is a delay, as before the rules were pure functions.
     for good in (0, 2.5, Decimal("1.5"), True):
         assert retry_delay(Returns(good), 1, ValueError(), rng, None) == (good, None, None)

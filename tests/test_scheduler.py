@@ -415,6 +415,26 @@ def test_run_until_accepts_epoch_seconds_and_validates() -> None:
     assert clock.time() == 200.0
 
 
+def test_run_until_an_epoch_float_reaches_a_job_due_at_that_instant(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    # A float of today's epoch seconds holds no nanoseconds, and datetime.timestamp() can land
+    # a step away from its microsecond: read to the microsecond, it reaches the job due then.
+    start = fake_clock.now()
+    dues = [start + timedelta(seconds=1 + k, microseconds=(k * 7919) % 1_000_000) for k in range(50)]
+    for k, due in enumerate(dues):
+        scheduler.schedule(calls.append, At(due), args=(k,))
+    for k, due in enumerate(dues):
+        assert scheduler.run_until(due.timestamp()) == 1, due
+        assert calls[-1] == k and fake_clock.now() == due
+    # A small float (a simulation's clock from 0) keeps its nanoseconds.
+    clock = FakeClock(start=0.25)
+    assert clock.time_ns() == 250_000_000
+    s = Scheduler(clock=clock)
+    s.schedule(print, 1e-9)
+    assert s.run_until(0.250000001) == 1 and clock.time_ns() == 250_000_001
+
+
 def test_run_for(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
     scheduler.schedule(calls.append, FixedRate(seconds=10), args=("tick",))
     assert scheduler.run_for(timedelta(seconds=35)) == 3

@@ -16,10 +16,20 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from duetime.errors import InvalidArgument
 
 NS_PER_SECOND = 1_000_000_000
+#: The longest duration accepted anywhere, in seconds: a thousand years. A longer one is a
+#: mistake (a timestamp passed as a delay, milliseconds as seconds), and one past the year 9999
+#: would be accepted only to fail later, where a datetime is made of it.
+DURATION_MOST_S = 1000 * 365 * 86_400
+_DURATION_MOST_NS = DURATION_MOST_S * NS_PER_SECOND
+# From here on a float cannot hold a nanosecond (its spacing is more than 1 ns): see epoch_ns.
+_FLOAT_NS_EXACT = 2.0**23
 
 
-def duration_ns(name: str, value: object, *, allow_zero: bool = True) -> int:
-    """Convert a duration in seconds (int, float or timedelta) to integer nanoseconds."""
+def duration_ns(name: str, value: object, *, allow_zero: bool = True, bounded: bool = True) -> int:
+    """Convert a duration in seconds (int, float or timedelta) to integer nanoseconds.
+
+    ``bounded``: refuse more than a thousand years (every duration but a retention, where
+    ``timedelta.max`` means "keep everything")."""
     if isinstance(value, bool) or not isinstance(value, (int, float, timedelta)):
         raise TypeError(f"{name} must be a number of seconds or a timedelta, got {value!r}")
     if isinstance(value, timedelta):
@@ -31,11 +41,43 @@ def duration_ns(name: str, value: object, *, allow_zero: bool = True) -> int:
             raise InvalidArgument(f"{name} must be a finite number of seconds, got {value!r}")
         # round() and not int(): 0.1 * 1e9 is 100000000.00000001 and 0.7 * 1e9 is
         # 699999999.9999999; both must land on the nanosecond a person meant.
-        ns = round(value * NS_PER_SECOND)
+        # (Past the bound, before it can overflow: 1e300 seconds is not a number of ns.)
+        if not bounded or -DURATION_MOST_S <= value <= DURATION_MOST_S:
+            ns = round(value * NS_PER_SECOND)
+        else:
+            ns = -1 if value < 0 else _DURATION_MOST_NS + 1
     if ns < 0:
         raise InvalidArgument(f"{name} must not be negative, got {value!r}")
     if ns == 0 and not allow_zero:
         raise InvalidArgument(f"{name} must be positive, got {value!r}")
+    if ns > _DURATION_MOST_NS and bounded:
+        raise InvalidArgument(
+            f"{name} must be at most a thousand years ({DURATION_MOST_S} seconds), got {value!r}"
+        )
+    return ns
+
+
+def epoch_ns(name: str, value: float | int) -> int:
+    """Epoch seconds (an int, or a finite float) as epoch nanoseconds.
+
+    A float of today's epoch seconds cannot hold nanoseconds (its spacing there is 238 ns), and
+    ``datetime.timestamp()`` may land a step or two away from the microsecond it was given:
+    such a float is read to the nearest microsecond, datetime's resolution, so that
+    ``run_until(due.timestamp())`` reaches a job due at ``due``. Small floats (a simulation's
+    clock started at 0) keep their nanoseconds.
+    """
+    if isinstance(value, int):
+        ns = value * NS_PER_SECOND
+    elif not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be a finite epoch time, got {value!r}")
+    elif abs(value) >= _FLOAT_NS_EXACT:
+        ns = round(value * 1_000_000) * 1_000
+    else:
+        ns = round(value * NS_PER_SECOND)
+    if not _EPOCH_LEAST_NS <= ns <= _EPOCH_MOST_NS:
+        raise InvalidArgument(
+            f"{name} must be an epoch time between the years 1 and 9999 (seconds), got {value!r}"
+        )
     return ns
 
 
@@ -69,6 +111,10 @@ def datetime_to_ns(value: datetime) -> int:
     """Epoch nanoseconds of an aware datetime, exactly (no float round trip)."""
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * NS_PER_SECOND + delta.microseconds * 1_000
+
+
+_EPOCH_LEAST_NS = datetime_to_ns(datetime.min.replace(tzinfo=_EPOCH.tzinfo))
+_EPOCH_MOST_NS = datetime_to_ns(datetime.max.replace(tzinfo=_EPOCH.tzinfo))
 
 
 def ns_to_datetime(ns: int, tz: tzinfo) -> datetime:

@@ -27,6 +27,7 @@ from duetime._validate import (
     aware_datetime,
     datetime_to_ns,
     duration_ns,
+    epoch_ns,
     signed_duration_ns,
 )
 from duetime.errors import InvalidArgument
@@ -178,8 +179,8 @@ class FakeClock:
         elif isinstance(start, bool) or not isinstance(start, (int, float)):
             raise TypeError(f"start must be epoch seconds or an aware datetime, got {start!r}")
         else:
-            # Epoch seconds may be negative (before 1970); only NaN and inf are meaningless.
-            wall = signed_duration_ns("start", start)
+            # Epoch seconds may be negative (before 1970).
+            wall = epoch_ns("start", start)
         self._wall = wall
         self._mono = 0
         self._lock = threading.Lock()
@@ -229,6 +230,8 @@ class FakeClock:
 
     def advance_ns(self, ns: int) -> None:
         """Move both timebases forward by ``ns`` integer nanoseconds."""
+        if type(ns) is not int:
+            raise TypeError(f"ns must be an int (nanoseconds), got {ns!r}")
         if ns < 0:
             raise InvalidArgument(f"ns must not be negative, got {ns!r}")
         if ns == 0:

@@ -23,10 +23,15 @@ import enum
 import math
 import random
 from dataclasses import dataclass
+from datetime import timedelta
 
 from duetime.job import JobState, Misfire, Overlap
 from duetime.recurrence import SKIP_COUNT_LIMIT, Env, Recurrence
 from duetime.retry import RetryPolicy
+
+# The longest retry delay, in seconds: a thousand years, as every duration duetime takes
+# (_validate.DURATION_MOST_S; this module imports only the layers under it).
+_DELAY_MOST_S = 1000 * 365 * 86_400
 
 __all__ = [
     "MisfirePlan",
@@ -173,12 +178,14 @@ def retry_delay(
     except Exception as exc:
         return None, f"raised {type(exc).__name__}: {exc}", exc
     if delay is not None:
+        if isinstance(delay, timedelta):
+            delay = delay.total_seconds()  # (FixedBackoff takes timedeltas: a policy may too)
         try:
-            valid = math.isfinite(delay) and delay >= 0
+            valid = math.isfinite(delay) and 0 <= delay <= _DELAY_MOST_S
         except TypeError:  # not a number at all
             valid = False
         if not valid:
-            return None, f"returned {delay!r}", None
+            return None, f"returned {delay!r} (not seconds from 0 to a thousand years)", None
     return delay, None, None
 
 

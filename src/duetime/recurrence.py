@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from duetime import _foreign
 from duetime._validate import (
+    DURATION_MOST_S,
     NS_PER_SECOND,
     aware_datetime,
     datetime_to_ns,
@@ -209,9 +210,10 @@ class _Interval:
                     ):
                         raise TypeError(f"{unit} must be a number, got {value!r}")
                     ns += duration_ns(unit, value) * unit_ns // NS_PER_SECOND
-            if ns == 0 and not self._allow_zero:
+            if (ns == 0 and not self._allow_zero) or ns > DURATION_MOST_S * NS_PER_SECOND:
+                bound = "positive" if ns == 0 else "at most a thousand years"
                 raise InvalidArgument(
-                    f"the interval must be positive, got "
+                    f"the interval must be {bound}, got "
                     f"{', '.join(f'{k}={v!r}' for k, v in given.items())}"
                 )
             spec = tuple((unit, given[unit]) for unit, _ in _UNITS if unit in given)

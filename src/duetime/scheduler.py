@@ -29,7 +29,6 @@ import contextlib
 import itertools
 import json
 import logging
-import math
 import operator
 import os
 import random
@@ -58,10 +57,12 @@ from duetime._timers import (
     PRIORITY_ZERO_BITS,
 )
 from duetime._validate import (
+    DURATION_MOST_S,
     NS_PER_SECOND,
     aware_datetime,
     datetime_to_ns,
     duration_ns,
+    epoch_ns,
     integer,
     ns_to_datetime,
     zone,
@@ -180,7 +181,9 @@ _COMPLETED = JobState.COMPLETED
 _CANCELLED = JobState.CANCELLED
 _SCHEDULED = JobState.SCHEDULED
 _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
-_INF = float("inf")
+# The delays schedule() takes on its fast path; the rest go through duration_ns, which names
+# what is wrong (negative, NaN, more than a thousand years).
+_FAR = DURATION_MOST_S
 #: ``schedule()``'s default for ``when``, so that leaving it out gets a message saying how.
 _NO_WHEN: Any = object()
 
@@ -579,11 +582,11 @@ class Scheduler:
             return self._schedule(func, when, **options)
         cls = type(when)
         clock = self._clock
-        if cls is float and 0 <= when < _INF:  # also False for NaN
+        if cls is float and 0 <= when <= _FAR:  # also False for NaN
             first = round(when * NS_PER_SECOND) + (
                 clock._mono if self._fake else clock.monotonic_ns()  # type: ignore[attr-defined]
             )
-        elif cls is int and when >= 0:
+        elif cls is int and 0 <= when <= _FAR:
             first = when * NS_PER_SECOND + (
                 clock._mono if self._fake else clock.monotonic_ns()  # type: ignore[attr-defined]
             )
@@ -973,9 +976,9 @@ class Scheduler:
         one-shot job, that object would be most of the cost of scheduling it.
         """
         cls = type(when)
-        if cls is float and 0 <= when < _INF:  # also False for NaN
+        if cls is float and 0 <= when <= _FAR:  # also False for NaN
             return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
-        if cls is int and when >= 0:
+        if cls is int and 0 <= when <= _FAR:
             return when, self._clock.monotonic_ns() + when * NS_PER_SECOND
         if cls is datetime:
             first = datetime_to_ns(aware_datetime("when", when))
@@ -3540,9 +3543,7 @@ class Scheduler:
         if isinstance(when, datetime):
             return datetime_to_ns(aware_datetime(param, when))
         if isinstance(when, (int, float)) and not isinstance(when, bool):
-            if isinstance(when, float) and not math.isfinite(when):
-                raise InvalidArgument(f"{param} must be a finite epoch time, got {when!r}")
-            return round(when * NS_PER_SECOND)
+            return epoch_ns(param, when)
         raise TypeError(f"{param} must be an aware datetime or epoch seconds, got {when!r}")
 
     def run_for(self, seconds: float | int | timedelta) -> int:

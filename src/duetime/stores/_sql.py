@@ -335,7 +335,7 @@ class SQLStore(MemoryStore):
 
     def __init__(self, prefix: str, retention: float | int | timedelta) -> None:
         super().__init__()
-        self.retention_ns = duration_ns("retention", retention)
+        self.retention_ns = duration_ns("retention", retention, bounded=False)
         self.worker = ""
         self._announced = False  # whether this process is in the store's list of workers
         self._sql: dict[str, str] = {}
