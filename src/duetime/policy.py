@@ -24,6 +24,7 @@ import math
 import random
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from duetime.job import JobState, Misfire, Overlap
 from duetime.recurrence import SKIP_COUNT_LIMIT, Env, Recurrence
@@ -174,7 +175,8 @@ def retry_delay(
         then gives up too: a broken policy must not retry forever or crash a runner.
     """
     try:
-        delay = policy.delay(attempt, error, rng, previous)
+        # (Any: a policy of the user's may return what its annotation does not say.)
+        delay: Any = policy.delay(attempt, error, rng, previous)
     except Exception as exc:
         return None, f"raised {type(exc).__name__}: {exc}", exc
     if delay is not None:
