@@ -421,7 +421,9 @@ def test_run_until_an_epoch_float_reaches_a_job_due_at_that_instant(
     # A float of today's epoch seconds holds no nanoseconds, and datetime.timestamp() can land
     # a step away from its microsecond: read to the microsecond, it reaches the job due then.
     start = fake_clock.now()
-    dues = [start + timedelta(seconds=1 + k, microseconds=(k * 7919) % 1_000_000) for k in range(50)]
+    dues = [
+        start + timedelta(seconds=1 + k, microseconds=(k * 7919) % 1_000_000) for k in range(50)
+    ]
     for k, due in enumerate(dues):
         scheduler.schedule(calls.append, At(due), args=(k,))
     for k, due in enumerate(dues):
