@@ -402,6 +402,38 @@ def test_failures_listener_errors_and_rejections_never_kill_the_runner(
     )
 
 
+class _Quit(BaseException):
+    """A BaseException of a job's own (not an Exception)."""
+
+
+@pytest.mark.parametrize("executor", ["inline", None])
+@pytest.mark.parametrize("raised", [SystemExit(3), _Quit("bye")], ids=["SystemExit", "custom"])
+def test_a_job_s_base_exception_is_its_failure_under_the_runner(
+    clock: FakeClock, executor: str | None, raised: BaseException
+) -> None:
+    # (It killed the inline runner thread, later jobs never ran and s.running stayed True; in a
+    # pool it sat in a future nobody read: the job FAILED with no event, log or dead letter.)
+    heard: list[str] = []
+    done = threading.Event()
+
+    def quits() -> None:
+        raise raised
+
+    with Scheduler(clock=clock, executor=executor) as s:
+        s.subscribe(lambda e: heard.append(type(e).__name__))
+        job = s.schedule(quits, 0, id="quits")
+        s.schedule(done.set, 1)
+        assert s.wait_idle(WAIT)
+        clock.advance(1)
+        assert done.wait(WAIT), "the runner did not survive"
+        assert s.wait_idle(WAIT)
+        assert job.state is JobState.FAILED
+        assert isinstance(job.last_error, RuntimeError) and job.last_error.__cause__ is raised
+        assert [f.job.id for f in s.failed()] == ["quits"]
+        assert "JobFailed" in heard and "JobDead" in heard
+        assert s.stats().failed == 1
+
+
 def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:
     names: list[str] = []
     with Scheduler(clock=clock, executor="inline") as s:

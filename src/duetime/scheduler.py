@@ -470,7 +470,7 @@ class Scheduler:
             begin=self._begin,
             begin_due=self._begin_due if self._durable else None,
             flush=self._flush_outcomes,  # (only a durable store's runner calls it)
-            execute=self._execute,
+            execute=self._execute_contained,
             finish=self._finish_outcome,
             abandon=self._abandon,
             abandon_all=self._abandon_all,
@@ -1796,9 +1796,10 @@ class Scheduler:
                 JobSkipped(job.id, self._now_dt(), self._to_datetime(base, tb), reason)
             )
 
-    def _execute(self, occ: Occ) -> None:
-        """Run one occurrence in the calling thread (no lock held) and record the outcome."""
-        done = self._call(occ)
+    def _execute(self, occ: Occ, contained: bool = False) -> None:
+        """Run one occurrence in the calling thread (no lock held) and record the outcome.
+        ``contained``: see ``_call`` (the runner's threads)."""
+        done = self._call(occ, contained)
         if done is None:
             return
         with self._lock:
@@ -1806,6 +1807,11 @@ class Scheduler:
             events = self._take_events()
         if events:
             self._emit(events)
+
+    def _execute_contained(self, occ: Occ) -> None:
+        """``_execute`` for the thread runner: in its thread or a pool's, whatever the job
+        raises is its outcome (see ``_call``)."""
+        self._execute(occ, True)
 
     def _emit_started(self, occ: Occ) -> None:
         if self._listeners:
@@ -1875,13 +1881,19 @@ class Scheduler:
                         len(returned),
                     )
 
-    def _call(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
+    def _call(
+        self, occ: Occ, contained: bool = False
+    ) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
 
         Returns None, without calling, if the job was cancelled after it was popped (e.g.
         while it waited in an executor's queue): a cancel counts until the function starts.
-        A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) is not the job's outcome:
-        the run is abandoned, its bookkeeping undone, and the exception propagates.
+        A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) raised where time is
+        stepped by hand is not the job's outcome: the run is abandoned, its bookkeeping undone,
+        and the exception propagates to the caller (Ctrl-C stops a simulation). ``contained``
+        (the runner's threads, where there is no caller to tell: the runner thread died, or a
+        pool kept it in a future nobody reads): it is the job's failure, a ``RuntimeError``
+        whose ``__cause__`` it is, as from a process pool.
         """
         job = occ[0]
         if job._state is _CANCELLED:
@@ -1898,18 +1910,24 @@ class Scheduler:
         except Exception as exc:
             _current.reset(token)
             return (occ, None, exc)
-        except BaseException:
+        except BaseException as exc:
             _current.reset(token)
+            if contained:
+                error = RuntimeError(f"job raised {exc!r}")
+                error.__cause__ = exc
+                return (occ, None, error)
             self._abandon(occ, failed=True)
             raise
         _current.reset(token)
         return (occ, result, None)
 
-    def _call_durable(self, occ: Occ) -> tuple[Occ, Any, Exception | None] | None:
+    def _call_durable(
+        self, occ: Occ, contained: bool = False
+    ) -> tuple[Occ, Any, Exception | None] | None:
         """``_call`` with a durable store: the run starts only if ``_may_start``."""
         if not self._may_start(occ):
             return None
-        return Scheduler._call(self, occ)
+        return Scheduler._call(self, occ, contained)
 
     def _may_start(self, occ: Occ) -> bool:
         """With a durable store, whether a claimed run may start now (lock not held). One
