@@ -228,3 +228,18 @@ def test_reschedule_many_times_keeps_one_live_entry(n: int) -> None:
     assert len(q) == 1
     assert q.due_of("k") == 1
     assert drain(q) == ["k"]
+
+
+def test_a_push_that_cannot_be_ordered_changes_nothing() -> None:
+    # (A str due among floats used to leave its key live and a junk entry in the heap: every
+    # later pop_due raised; a str priority was accepted and broke the next valid push.)
+    q: EventQueue[str] = EventQueue()
+    q.push("x", 1.0)
+    q.push("z", 2.0)
+    with pytest.raises(TypeError, match="due must compare with the dues already queued, got '5'"):
+        q.push("y", "5")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="priority must be an int, got 'p'"):
+        q.push("y", 1.0, "p")  # type: ignore[arg-type]
+    assert len(q) == 2 and "y" not in q
+    q.push("w", 1.5)
+    assert [q.pop_due(10), q.pop_due(10), q.pop_due(10), q.pop_due(10)] == ["x", "w", "z", None]

@@ -161,17 +161,39 @@ class EventQueue(LazyHeap, Generic[K]):
             ValueError: ``due`` is NaN (it compares false with everything, so it would leave
                 the heap out of order and every later pop wrong). A plain ``ValueError``: the
                 core imports nothing, not even duetime's errors.
+            TypeError: ``priority`` is not an int, or ``due`` does not compare with the dues
+                already queued (the queue is left as it was).
         """
         if due != due:  # noqa: PLR0124 (NaN only: any type with != is accepted as it was)
             raise ValueError(f"due must not be NaN, got {due!r}")
+        if not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, got {priority!r}")
         entry = (due, priority, next(self._counter), key)
+        heap = self._heap
+        try:
+            heappush(heap, entry)
+        except TypeError:
+            # A due that does not compare with those queued (a str among floats): the push
+            # must change nothing, and heappush has put the entry somewhere in the heap.
+            self._unpush(entry)
+            raise TypeError(f"due must compare with the dues already queued, got {due!r}") from None
         # setdefault is one dict operation for the common case (a new key); a reschedule
         # overwrites the mapping and leaves the old entry in the heap as stale.
         old = self._live.setdefault(key, entry)
-        heappush(self._heap, entry)
         if old is not entry:
             self._live[key] = entry
             self._went_stale()
+
+    def _unpush(self, entry: Entry[K]) -> None:
+        """Take back an entry a failed heappush left in the heap (found by identity: the
+        entry cannot be compared), and restore the heap's order."""
+        heap = self._heap
+        for i, e in enumerate(heap):
+            if e is entry:
+                heap[i] = heap[-1]
+                heap.pop()
+                heapify(heap)
+                return
 
     def cancel(self, key: K) -> bool:
         """Forget ``key`` in O(1) amortized. Returns whether it was live."""

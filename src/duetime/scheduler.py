@@ -1881,9 +1881,7 @@ class Scheduler:
                         len(returned),
                     )
 
-    def _call(
-        self, occ: Occ, contained: bool = False
-    ) -> tuple[Occ, Any, Exception | None] | None:
+    def _call(self, occ: Occ, contained: bool = False) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
 
         Returns None, without calling, if the job was cancelled after it was popped (e.g.
