@@ -437,6 +437,21 @@ def test_run_until_an_epoch_float_reaches_a_job_due_at_that_instant(
     assert s.run_until(0.250000001) == 1 and clock.time_ns() == 250_000_001
 
 
+def test_jobs_lists_jobs_due_together_in_the_order_they_run(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    # (Ties came in the store's index order: jobs with an id first.)
+    due = fake_clock.now() + timedelta(seconds=10)
+    scheduler.schedule(calls.append, 10, args=("anon-first",))
+    scheduler.schedule(calls.append, 10, args=("named-second",), id="named")
+    scheduler.schedule(calls.append, At(due), args=("wall-third",))
+    scheduler.schedule(calls.append, 10, args=("anon-fourth",))
+    scheduler.schedule(calls.append, 10, args=("urgent",), priority=-1)
+    listed = [job.args[0] for job in scheduler.jobs()]
+    scheduler.run_for(10)
+    assert listed == calls == ["urgent", "anon-first", "named-second", "wall-third", "anon-fourth"]
+
+
 def test_run_for(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
     scheduler.schedule(calls.append, FixedRate(seconds=10), args=("tick",))
     assert scheduler.run_for(timedelta(seconds=35)) == 3

@@ -184,6 +184,8 @@ _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 # The delays schedule() takes on its fast path; the rest go through duration_ns, which names
 # what is wrong (negative, NaN, more than a thousand years).
 _FAR = DURATION_MOST_S
+# The sequence number's bits in a queue entry (duetime._timers).
+_SEQ_MASK = (1 << 48) - 1
 #: ``schedule()``'s default for ``when``, so that leaving it out gets a message saying how.
 _NO_WHEN: Any = object()
 
@@ -1473,9 +1475,12 @@ class Scheduler:
             keyed = []
             for i, job in enumerate(jobs):
                 nxt = self._job_next_mono(job, wall, mono)
-                keyed.append((nxt is None, nxt or 0, job.priority, i))
+                # Ties in the order they run: their queue entries' sequence numbers.
+                entry = job._qkey
+                seq = i if entry is None else entry & _SEQ_MASK
+                keyed.append((nxt is None, nxt or 0, job.priority, entry is None, seq, i))
         keyed.sort()
-        return [jobs[k[3]] for k in keyed]
+        return [jobs[k[5]] for k in keyed]
 
     def next_run_time(self) -> datetime | None:
         """When the earliest queued occurrence is due, in the scheduler's zone, or None."""
