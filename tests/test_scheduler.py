@@ -452,6 +452,35 @@ def test_jobs_lists_jobs_due_together_in_the_order_they_run(
     assert listed == calls == ["urgent", "anon-first", "named-second", "wall-third", "anon-fourth"]
 
 
+def test_run_until_tells_listeners_of_an_outcome_before_the_clock_moves_on(
+    scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
+) -> None:
+    # (The outcome was emitted after the clock had jumped to the next due time: work a
+    # listener scheduled within the range was left behind, or ran late.)
+    start = fake_clock.now()
+    seen: list[tuple[str, timedelta]] = []
+
+    def listener(event: Any) -> None:
+        if type(event).__name__ == "JobSucceeded" and event.job_id == "first":
+            seen.append((event.job_id, fake_clock.now() - start))
+            scheduler.schedule(calls.append, 5, args=("followup",), id="followup")
+
+    scheduler.subscribe(listener)
+    scheduler.schedule(calls.append, 5, args=("first",), id="first")
+    scheduler.schedule(calls.append, 3600, args=("later",), id="later")
+    times: list[timedelta] = []
+    scheduler.subscribe(
+        lambda e: (
+            times.append(fake_clock.now() - start)
+            if type(e).__name__ == "JobStarted" and e.job_id == "followup"
+            else None
+        )
+    )
+    assert scheduler.run_for(100) == 2
+    assert seen == [("first", timedelta(seconds=5))]
+    assert calls == ["first", "followup"] and times == [timedelta(seconds=10)]
+
+
 def test_run_for(scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]) -> None:
     scheduler.schedule(calls.append, FixedRate(seconds=10), args=("tick",))
     assert scheduler.run_for(timedelta(seconds=35)) == 3

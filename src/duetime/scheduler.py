@@ -3622,13 +3622,22 @@ class Scheduler:
         fake = self._fake
         done: tuple[Occ, Any, Exception | None] | None = None
         tail: Sequence[Event] = ()
+        outcome: Sequence[Event] = ()
         try:
             while True:
+                if outcome:
+                    # A run's outcome reaches listeners before the clock moves on, and what
+                    # they schedule is in the queues when the next head is chosen.
+                    self._emit(outcome)
+                    outcome = ()
                 acquire()
                 try:
                     if done is not None:
                         finish(done)
                         done = None
+                        if self._pending_events:
+                            outcome = self._take_events()
+                            continue
                     if fake:
                         wall = clock._wall  # type: ignore[attr-defined]
                         mono = clock._mono  # type: ignore[attr-defined]
