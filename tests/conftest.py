@@ -195,6 +195,8 @@ def snapshot(s: Scheduler) -> tuple[Any, ...]:
         st.started,
         s.clock.time_ns(),
         s.clock.monotonic_ns(),
+        # (A refused call must not draw from it: a seeded simulation would go another way.)
+        s.rng.getstate(),
     )
 
 

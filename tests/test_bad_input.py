@@ -62,6 +62,10 @@ SCHEDULER_CASES: list[Case] = [
     ("bool when", lambda s: s.schedule(print, True), TypeError, "when must be a Recurrence"),
     ("object when", lambda s: s.schedule(print, object()), TypeError, "when must be a Recurrence"),
     ("bad cron string", lambda s: s.schedule(print, "tomorrow"), InvalidArgument, "'tomorrow'"),
+    ("duplicate id, Poisson", lambda s: s.schedule(print, Poisson(rate=1 / 60), id="rate"), ConflictingIdError, "'rate' is already scheduled"),
+    ("bad priority, Poisson", lambda s: s.schedule(print, Poisson(rate=1 / 60), priority=1.5), TypeError, "priority must be an int"),  # type: ignore[arg-type]
+    ("unknown executor, Poisson", lambda s: s.schedule(print, Poisson(rate=1 / 60), executor="gpu"), InvalidArgument, "executor 'gpu' is not one"),
+    ("reschedule unknown, Poisson", lambda s: s.reschedule("nope", Poisson(rate=1 / 60)), JobLookupError, "'nope'"),
     ("delay past a thousand years", lambda s: s.schedule(print, 10**12), InvalidArgument, r"when must be at most a thousand years \(31536000000 seconds\), got 1000000000000"),
     ("float delay past a thousand years", lambda s: s.schedule(print, 1e12), InvalidArgument, "when must be at most a thousand years"),
     ("timedelta past a thousand years", lambda s: s.schedule(print, timedelta(days=999_999_999)), InvalidArgument, "when must be at most a thousand years"),

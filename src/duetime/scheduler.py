@@ -655,7 +655,7 @@ class Scheduler:
                 "schedule() needs when: schedule(func, when), e.g. schedule(func, 30) for "
                 "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
             )
-        trigger, first = self._when(when)
+        trigger, first, later = self._when(when)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -730,6 +730,8 @@ class Scheduler:
                 job = existing  # the same handle gets the new parameters
             else:
                 job = new_job(self, func, trigger)
+            if later:
+                first = self._first(trigger)  # type: ignore[arg-type]
             before = self._row(existing) if self._durable and existing is not None else None
             self._set_params(job, func, args, kwargs, name, priority, opts)
             if type(func) is MissingTask:
@@ -970,8 +972,11 @@ class Scheduler:
             executor=executor,
         )
 
-    def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None]:
-        """Validate ``when`` and return ``(trigger, first due)`` for a job.
+    def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None, bool]:
+        """Validate ``when`` and return ``(trigger, first due, later)`` for a job; ``later``:
+        the first due is not computed yet (a Recurrence: ``_first`` computes it once the call
+        is known to go through, as it may draw from the scheduler's rng, a Poisson's gap, and a
+        refused call must not move a seeded simulation on).
 
         The shorthands ``30`` / ``30.0`` (After) and an aware ``datetime`` (At) are kept as the
         raw value, the Recurrence being built only if someone reads ``job.trigger``: for a
@@ -979,14 +984,17 @@ class Scheduler:
         """
         cls = type(when)
         if cls is float and 0 <= when <= _FAR:  # also False for NaN
-            return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND)
+            return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND), False
         if cls is int and 0 <= when <= _FAR:
-            return when, self._clock.monotonic_ns() + when * NS_PER_SECOND
+            return when, self._clock.monotonic_ns() + when * NS_PER_SECOND, False
         if cls is datetime:
             first = datetime_to_ns(aware_datetime("when", when))
             self._note_past(when, first)
-            return when, first
-        trigger = self._recurrence("when", when)
+            return when, first, False
+        return self._recurrence("when", when), None, True
+
+    def _first(self, trigger: Recurrence) -> int | None:
+        """The first due of a job given ``trigger`` (``_when``'s ``later``)."""
         due = trigger.first(self._env)
         if type(trigger) is At and due is not None:
             self._note_past(trigger.when, due)
@@ -998,7 +1006,7 @@ class Scheduler:
                 "matches): the job is completed at once without running",
                 trigger,
             )
-        return trigger, due
+        return due
 
     def _note_past(self, when: datetime, first: int) -> None:
         """Say at INFO that a one-shot in the past will run at once (it is not dropped)."""
@@ -1295,9 +1303,11 @@ class Scheduler:
         """
         if self._shutdown:
             raise SchedulerShutdownError("reschedule")
-        trigger, first = self._when(when)
+        trigger, first, later = self._when(when)
         with self._lock:
             job = self._lookup(job_or_id)
+            if later:
+                first = self._first(trigger)  # type: ignore[arg-type]
             before = self._row(job) if self._durable else None
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
             if before is not None:
