@@ -190,6 +190,19 @@ def test_discard_failed() -> None:
     assert s.failed() == []
 
 
+def test_dead_letters_are_handled_by_job_or_letter_as_by_id(scheduler: Scheduler) -> None:
+    # (As cancel() and pause() take a Job or an id: a Job raised TypeError.)
+    s = scheduler
+    job = s.schedule(Flaky(s.clock, 5), 0, id="x")
+    s.schedule(Flaky(s.clock, 5), 0, id="y")
+    s.run_pending()
+    assert s.retry_failed(job) is not None and s.get("x") is not None
+    (letter,) = s.failed()
+    assert letter.job.id == "y" and s.discard_failed(letter) is True and s.failed() == []
+    with pytest.raises(TypeError, match="id must be a str, a Job or a FailedJob, got 5"):
+        s.discard_failed(5)  # type: ignore[arg-type]
+
+
 @pytest.mark.memory_only(
     "with a durable store every delay is on the wall clock (docs/durability.md)"
 )

@@ -285,6 +285,17 @@ class FailedJob:
     failed_at: datetime
 
 
+def _dead_id(id: object) -> str:
+    """The id ``retry_failed``/``discard_failed`` were given: an id, a Job or a FailedJob."""
+    if isinstance(id, str):
+        return id
+    if isinstance(id, FailedJob):
+        id = id.job
+    if isinstance(id, Job) and id.id is not None:
+        return id.id
+    raise TypeError(f"id must be a str, a Job or a FailedJob, got {id!r}")
+
+
 class Scheduler:
     """Runs callables at the right time: by hand on a FakeClock, or on its own thread.
 
@@ -2185,15 +2196,17 @@ class Scheduler:
         dead.clear()
         dead.update(ordered)
 
-    def retry_failed(self, id: str) -> Job:
+    def retry_failed(self, id: str | Job | FailedJob) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
+
+        Args:
+            id: The job's id, or the ``Job`` or ``FailedJob`` (from ``failed()``) itself.
 
         Raises:
             JobLookupError: No failed job has that id.
             ConflictingIdError: A live job has taken the id meanwhile.
         """
-        if not isinstance(id, str):
-            raise TypeError(f"id must be a str, got {id!r}")
+        id = _dead_id(id)
         with self._lock:
             if self._durable and not self._shutdown:
                 # The job died in another process: this one's copy is live until it reads
@@ -2274,10 +2287,13 @@ class Scheduler:
         self._store.add(job, id)
         self._queue_regular(job, self._clock.monotonic_ns())
 
-    def discard_failed(self, id: str) -> bool:
-        """Drop a job from the dead-letter list. Returns whether it was there."""
-        if not isinstance(id, str):
-            raise TypeError(f"id must be a str, got {id!r}")
+    def discard_failed(self, id: str | Job | FailedJob) -> bool:
+        """Drop a job from the dead-letter list. Returns whether it was there.
+
+        Args:
+            id: The job's id, or the ``Job`` or ``FailedJob`` (from ``failed()``) itself.
+        """
+        id = _dead_id(id)
         with self._lock:
             self._sync_dead()
             return self._store.take_dead(id) is not None
