@@ -190,11 +190,13 @@ def test_discard_failed() -> None:
     assert s.failed() == []
 
 
-def test_dead_letters_are_handled_by_job_or_letter_as_by_id(scheduler: Scheduler) -> None:
+def test_dead_letters_are_handled_by_job_or_letter_as_by_id(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
     # (As cancel() and pause() take a Job or an id: a Job raised TypeError.)
     s = scheduler
-    job = s.schedule(Flaky(s.clock, 5), 0, id="x")
-    s.schedule(Flaky(s.clock, 5), 0, id="y")
+    job = s.schedule(Flaky(fake_clock, 5), 0, id="x")
+    s.schedule(Flaky(fake_clock, 5), 0, id="y")
     s.run_pending()
     assert s.retry_failed(job) is not None and s.get("x") is not None
     (letter,) = s.failed()

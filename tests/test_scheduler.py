@@ -469,13 +469,12 @@ def test_run_until_tells_listeners_of_an_outcome_before_the_clock_moves_on(
     scheduler.schedule(calls.append, 5, args=("first",), id="first")
     scheduler.schedule(calls.append, 3600, args=("later",), id="later")
     times: list[timedelta] = []
-    scheduler.subscribe(
-        lambda e: (
+
+    def started(event: Any) -> None:
+        if type(event).__name__ == "JobStarted" and event.job_id == "followup":
             times.append(fake_clock.now() - start)
-            if type(e).__name__ == "JobStarted" and e.job_id == "followup"
-            else None
-        )
-    )
+
+    scheduler.subscribe(started)
     assert scheduler.run_for(100) == 2
     assert seen == [("first", timedelta(seconds=5))]
     assert calls == ["first", "followup"] and times == [timedelta(seconds=10)]
