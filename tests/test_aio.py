@@ -240,15 +240,19 @@ def test_cancel_running_tasks_on_close() -> None:
             cancelled.append(True)
             raise
 
+    jobs = []
+
     async def main() -> None:
         s = AsyncScheduler(clock=clock)
         await s.__aenter__()
-        s.schedule(forever, 0)
+        jobs.append(s.schedule(forever, 0))
         await asyncio.wait_for(started.wait(), 5)
         await asyncio.wait_for(s.aclose(cancel_running=True), 5)
 
     asyncio.run(main())
     assert cancelled == [True]
+    # (It ended COMPLETED: a job cut off mid-run by shutdown did not complete.)
+    assert jobs[0].state is JobState.SCHEDULED and jobs[0].runs == 0
 
 
 def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:

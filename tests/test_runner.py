@@ -621,3 +621,67 @@ def test_a_one_shot_due_while_its_triggered_run_goes_on_waits_on_the_runner_too(
     assert running.wait_idle(WAIT)
     assert seen == {"calls": 2, "now": 0, "most": 1}
     assert job.state is JobState.COMPLETED
+
+
+def _blocked_pool(s: Scheduler, clock: FakeClock, gate: threading.Event) -> threading.Event:
+    """Occupy the one worker of ``s``'s pool until ``gate`` is set; returns 'it started'."""
+    busy = threading.Event()
+
+    def block() -> None:
+        busy.set()
+        gate.wait(WAIT)
+
+    s.register("block", block)
+    s.schedule("block", 0)
+    assert busy.wait(WAIT)
+    return busy
+
+
+def _ran_at(clock: FakeClock, ran: list[float]) -> Callable[[], None]:
+    return lambda: ran.append(clock.monotonic())
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_reschedule_counts_until_the_function_starts(
+    clock: FakeClock, store: str, tmp_path: Any
+) -> None:
+    # (An occurrence waiting in an executor's queue ran at its old time, then again at the new
+    # one: DESIGN's "the old occurrence can never fire", as cancel() already held.)
+    url = None if store == "memory" else f"sqlite:///{tmp_path / 'jobs.db'}"
+    gate = threading.Event()
+    ran: list[float] = []
+    with Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url) as s:
+        s.register("ran_at", _ran_at(clock, ran))
+        _blocked_pool(s, clock, gate)
+        s.schedule("ran_at", 1, id="target")
+        clock.advance(1)
+        until(lambda: s.get("target") is not None and s.get("target").state is JobState.RUNNING)  # type: ignore[union-attr]
+        s.reschedule("target", 100)
+        gate.set()
+        assert s.wait_idle(WAIT)
+        assert ran == []
+        clock.advance(100)
+        until(lambda: len(ran) == 1)
+        assert s.wait_idle(WAIT)
+    assert ran == [101.0]
+
+
+def test_a_one_shot_that_shutdown_stopped_before_it_ran_is_not_completed(clock: FakeClock) -> None:
+    # (It ended COMPLETED with runs 0 and no outcome event: "completed" says its body ran.)
+    gate = threading.Event()
+    ran: list[float] = []
+    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1))
+    s.start()
+    try:
+        _blocked_pool(s, clock, gate)
+        job = s.schedule(_ran_at(clock, ran), 1, id="queued")
+        due = job.next_run_time
+        clock.advance(1)
+        until(lambda: job.state is JobState.RUNNING)
+        s.shutdown(wait=False, cancel_running=True)
+        until(lambda: job.state is not JobState.RUNNING)
+    finally:
+        gate.set()
+        s.shutdown(wait=True)
+    assert ran == [] and job.runs == 0
+    assert job.state is JobState.SCHEDULED and job.next_run_time == due

@@ -255,8 +255,8 @@ class AsyncRunner(HeadWatcher):
 
         s = self._s
         job = occ[0]
-        if job._state is JobState.CANCELLED:
-            s.abandon(occ)
+        if job._state is JobState.CANCELLED or (job._x is not None and job._x.gen != occ[7]):
+            s.abandon(occ, lost=True)  # (as Scheduler._call: cancelled or rescheduled since)
             return
         if s.may_start is not None and not s.may_start(occ):
             return
@@ -266,7 +266,7 @@ class AsyncRunner(HeadWatcher):
             kwargs = job.kwargs or {}
             result = await job.func(*job.args, **kwargs)
         except asyncio.CancelledError:
-            s.abandon(occ)
+            s.abandon(occ, interrupted=True)
             raise
         except Exception as exc:
             s.finish(occ, None, exc)

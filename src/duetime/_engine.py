@@ -55,9 +55,10 @@ class Engine:
             record the outcome (lock not held).
         finish: ``(occ, result, error) -> None``: record an outcome produced elsewhere, by a
             process pool or a coroutine (lock not held).
-        abandon: ``(occ, failed=False, give_back=False) -> None``: forget an occurrence that
-            produced no outcome; ``give_back``: it never started, stopped by shutdown (lock not
-            held).
+        abandon: ``(occ, failed=False, give_back=False, lost=False, interrupted=False) ->
+            None``: forget an occurrence that produced no outcome; ``give_back``: it never
+            started, stopped by shutdown; ``lost``: cancelled or rescheduled before it started;
+            ``interrupted``: shutdown cancelled it while it ran (lock not held).
         abandon_all: ``(occs, failed=False, give_back=False) -> None``: ``abandon`` for several
             occurrences, with one write to a durable store (lock not held).
         emit_started: ``(occ) -> None``: tell listeners an occurrence starts (lock not held).

@@ -273,9 +273,11 @@ class JobHost(Protocol):
 
 
 #: One occurrence as the life cycle passes it around: ``(job, due, timebase, attempt, started
-#: (monotonic ns), previous retry delay, fire key or None)``; also what ``current_run()`` holds.
-#: The fire key is None for a regular occurrence in memory: ``Run.key`` derives it when asked.
-Occ = tuple[Job, int, int, int, int, "float | None", "str | None"]
+#: (monotonic ns), previous retry delay, fire key or None, the job's generation when it was
+#: taken)``; also what ``current_run()`` holds. The fire key is None for a regular occurrence in
+#: memory: ``Run.key`` derives it when asked. The generation (``_Extras.gen``) moves when the
+#: job is given a new schedule: an occurrence taken under an older one never starts.
+Occ = tuple[Job, int, int, int, int, "float | None", "str | None", int]
 
 
 class Side:
@@ -340,6 +342,7 @@ class _Extras:
         "backlog",
         "catchup",
         "failures",
+        "gen",
         "last_error",
         "name",
         "opts",
@@ -361,6 +364,9 @@ class _Extras:
         # The task name a durable store keeps the job under, when it is not its function's
         # first registered name (one function registered under several names): None otherwise.
         self.task: str | None = None
+        # Bumped when the job is given a new schedule while occurrences of it are taken (in an
+        # executor's queue, say): those never start (Occ's last field).
+        self.gen = 0
 
 
 class Run:

@@ -847,6 +847,10 @@ class Scheduler:
         listens."""
         previous = self._job_next_run_time(job) if self._listeners else None
         self._unqueue(job)
+        if job._running:
+            # Occurrences taken but not started yet (in an executor's queue) were the old
+            # schedule's: they never start (_call). A run going on finishes.
+            job._extras().gen += 1
         if job._x is not None:
             # A RUN_ALL catch-up, or an occurrence due before the run going now started, was
             # the old recurrence's: the new one's fires meet that run as any other fire does.
@@ -1639,7 +1643,7 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
-                return (job, job._base, tb, 1, mono, None, None)  # type: ignore[return-value]
+                return (job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen)  # type: ignore[return-value]
             if job._running and x is not None and (x.catchup or x.backlog):
                 # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
                 # unqueued, for the run going on to end (_release_held queues it then), instead
@@ -1748,7 +1752,8 @@ class Scheduler:
         late = (mono if tb else wall) - due
         if late > 0:
             self._stats.record_late(late)
-        return (job, base, base_tb, attempt, mono, prev_delay, fire)
+        x = job._x
+        return (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
 
     def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
         """Apply the misfire policy to a regular occurrence of a recurring job and queue the
@@ -1857,14 +1862,27 @@ class Scheduler:
         if events:
             self._emit(events)
 
-    def _abandon(self, occ: Occ, failed: bool = False, give_back: bool = False) -> None:
-        """Forget an occurrence that will not produce an outcome: cancelled before it started,
-        or interrupted by a BaseException (``failed``). ``give_back``: it never started and
-        was stopped by shutdown (see ``_abandon_all``)."""
-        self._abandon_all((occ,), failed, give_back)
+    def _abandon(
+        self,
+        occ: Occ,
+        failed: bool = False,
+        give_back: bool = False,
+        lost: bool = False,
+        interrupted: bool = False,
+    ) -> None:
+        """Forget an occurrence that will not produce an outcome: cancelled or rescheduled
+        before it started (``lost``), or interrupted by a BaseException (``failed``).
+        ``give_back``: it never started and was stopped by shutdown (see ``_abandon_all``);
+        ``interrupted``: shutdown cancelled it while it ran (a coroutine)."""
+        self._abandon_all((occ,), failed, give_back, lost, interrupted)
 
     def _abandon_all(
-        self, occs: Sequence[Occ], failed: bool = False, give_back: bool = False
+        self,
+        occs: Sequence[Occ],
+        failed: bool = False,
+        give_back: bool = False,
+        lost: bool = False,
+        interrupted: bool = False,
     ) -> None:
         """``_abandon`` for several occurrences (the rest of a batch that shutdown() stopped),
         with one write to a durable store.
@@ -1885,12 +1903,17 @@ class Scheduler:
                 self._running_total -= 1
                 fire = occ[6]
                 if self._durable and fire is not None:
-                    if not failed and job._state is _CANCELLED:
+                    if not failed and (lost or job._state is _CANCELLED):
                         with contextlib.suppress(StoreError):
                             self._store.mark_lost(fire, self._clock.time_ns())  # type: ignore[attr-defined]
                     elif give_back:
                         returned.append((fire, occ[3]))
                 self._after_run(job, failed)
+                if (give_back or interrupted) and job._state is JobState.COMPLETED:
+                    # Shutdown stopped it before it ran to its end: not completed. It stays
+                    # scheduled at its due time (a durable store runs it after a restart).
+                    job._state = JobState.SCHEDULED
+                    job._base = job._due = occ[1]
             if returned:
                 try:
                     self._store.release(returned)  # type: ignore[attr-defined]
@@ -1920,8 +1943,10 @@ class Scheduler:
         whose ``__cause__`` it is, as from a process pool.
         """
         job = occ[0]
-        if job._state is _CANCELLED:
-            self._abandon(occ)
+        if job._state is _CANCELLED or (job._x is not None and job._x.gen != occ[7]):
+            # Cancelled, or given a new schedule, since it was taken (in an executor's queue,
+            # say): a cancel or a reschedule counts until the function starts.
+            self._abandon(occ, lost=True)
             return None
         if self._listeners:
             self._emit_started(occ)
@@ -2012,7 +2037,7 @@ class Scheduler:
         self._finish_slow(occ, result, error)
 
     def _finish_slow(self, occ: Occ, result: Any, error: BaseException | None) -> None:
-        job, base, base_tb, attempt, started, prev_delay, fire = occ
+        job, base, base_tb, attempt, started, prev_delay, fire, _ = occ
         listening = bool(self._listeners)
         events = self._pending_events
         failed_dead = False
@@ -3130,7 +3155,7 @@ class Scheduler:
             # ("done": this claim moved the job on, and only its run was not recorded.)
             self._report_missed(*held)
         if outcome == "won":
-            return (*occ[:6], fire)
+            return (*occ[:6], fire, occ[7])
         job._running -= 1
         self._running_total -= 1
         if job._x is not None:
