@@ -300,8 +300,10 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
     s = asyncio.run(main())
     waiter.shutdown()
     assert s.stats().running == 0
-    assert len(s) == 0
     assert ran == []  # cancelled while it waited in the executor
+    # Not run, so not completed: it stays scheduled at its due time.
+    (left,) = s.jobs()
+    assert left.state is JobState.SCHEDULED and left.args == ("queued",)
 
 
 def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> None:
@@ -551,3 +553,20 @@ def test_a_coroutine_run_another_worker_took_over_before_it_started_does_not_sta
     s = asyncio.run(main())
     assert ran == [] and asked == ["c@2026-01-05T08:00:00+00:00"]
     assert s.stats().running == 0
+
+
+def test_an_inline_plain_job_s_system_exit_goes_on_to_the_loop() -> None:
+    # On the loop's own thread a plain function is treated as a coroutine job is: asyncio has
+    # its way with SystemExit (the thread runner makes it the job's failure instead).
+    clock = FakeClock()
+
+    def quits() -> None:
+        raise SystemExit(3)
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock, executor="inline") as s:
+            s.schedule(quits, 0)
+            await asyncio.wait_for(asyncio.Event().wait(), 10)  # (only a bug waits)
+
+    with pytest.raises(SystemExit):
+        asyncio.run(main())

@@ -178,6 +178,9 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("Scheduler wall_check", lambda: Scheduler(wall_check_interval=0), InvalidArgument, "wall_check_interval must be positive"),
     ("Scheduler lease zero", lambda: Scheduler(lease=0), InvalidArgument, "lease must be positive, got 0"),
     ("Scheduler lease years", lambda: Scheduler(lease=10**9), InvalidArgument, r"lease must be at most a year \(seconds\), got 1000000000"),
+    ("Scheduler lease ages", lambda: Scheduler(lease=10**12), InvalidArgument, r"lease must be at most a year \(seconds\), got 1000000000000"),
+    ("Poisson mean past a thousand years", lambda: Poisson(mean_interval=1e12), InvalidArgument, "mean_interval gives a mean gap of more than a thousand years"),
+    ("ExponentialBackoff cap past a thousand years", lambda: ExponentialBackoff(base=1e12, cap=1e13), InvalidArgument, "cap must be at most a thousand years"),
     # APScheduler 3's constructor keywords, named with duetime's spelling
     ("APScheduler Scheduler timezone", lambda: Scheduler(timezone="UTC"), TypeError, r"Scheduler\(\) got an unexpected keyword argument 'timezone' \(APScheduler's\): use tz="),  # type: ignore[call-arg]
     ("APScheduler Scheduler jobstores", lambda: Scheduler(jobstores={}), TypeError, "'jobstores' .*use store="),  # type: ignore[call-arg]

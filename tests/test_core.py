@@ -238,8 +238,12 @@ def test_a_push_that_cannot_be_ordered_changes_nothing() -> None:
     q.push("z", 2.0)
     with pytest.raises(TypeError, match="due must compare with the dues already queued, got '5'"):
         q.push("y", "5")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="priority must be an int, got 'p'"):
+    with pytest.raises(TypeError, match="priority must be a number, got 'p'"):
         q.push("y", 1.0, "p")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unhashable"):
+        q.push(["a", "list"], 1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="due must compare"):
+        q.push("x", "later")  # type: ignore[arg-type]  # (a reschedule: x keeps its entry)
     assert len(q) == 2 and "y" not in q
-    q.push("w", 1.5)
+    q.push("w", 1.5, 0.5)  # type: ignore[arg-type]  # (a float priority orders as it did)
     assert [q.pop_due(10), q.pop_due(10), q.pop_due(10), q.pop_due(10)] == ["x", "w", "z", None]

@@ -262,6 +262,9 @@ def test_jitter_delays_each_occurrence_without_accumulating() -> None:
         (FixedRate(timedelta(minutes=5)), 300, "FixedRate(datetime.timedelta(seconds=300))"),
         (FixedRate(days=1, milliseconds=1), 86400.001, "FixedRate(days=1, milliseconds=1)"),
         (FixedRate(seconds=0.1), 0.1, "FixedRate(seconds=0.1)"),
+        # (Counted in units, not seconds: a day in microseconds is well within the bound.)
+        (FixedRate(microseconds=10**11), 100_000, "FixedRate(microseconds=100000000000)"),
+        (After(milliseconds=10**11), 100_000_000, "After(milliseconds=100000000000)"),
         (FixedDelay(minutes=2, initial_delay=3), 120, "FixedDelay(minutes=2, initial_delay=3)"),
         (FixedDelay(weeks=1), 604800, "FixedDelay(weeks=1)"),
         (After(minutes=5), 300, "After(minutes=5)"),

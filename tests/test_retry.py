@@ -203,6 +203,13 @@ def test_dead_letters_are_handled_by_job_or_letter_as_by_id(
     assert letter.job.id == "y" and s.discard_failed(letter) is True and s.failed() == []
     with pytest.raises(TypeError, match="id must be a str, a Job or a FailedJob, got 5"):
         s.discard_failed(5)  # type: ignore[arg-type]
+    # A handle from another scheduler names no letter here, though its id is the same.
+    s.schedule(Flaky(fake_clock, 5), 0, id="z")
+    s.run_pending()
+    other = Scheduler(FakeClock()).schedule(print, 0, id="z")
+    with pytest.raises(JobLookupError, match="no failed job with id 'z'"):
+        s.discard_failed(other)
+    assert "z" in [f.job.id for f in s.failed()]
 
 
 @pytest.mark.memory_only(

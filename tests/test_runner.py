@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from duetime import (
+    At,
     FakeClock,
     FixedRate,
     JobSkipped,
@@ -666,15 +667,20 @@ def test_a_reschedule_counts_until_the_function_starts(
     assert ran == [101.0]
 
 
-def test_a_one_shot_that_shutdown_stopped_before_it_ran_is_not_completed(clock: FakeClock) -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_one_shot_that_shutdown_stopped_before_it_ran_is_not_completed(
+    clock: FakeClock, store: str, tmp_path: Any
+) -> None:
     # (It ended COMPLETED with runs 0 and no outcome event: "completed" says its body ran.)
+    url = None if store == "memory" else f"sqlite:///{tmp_path / 'jobs.db'}"
     gate = threading.Event()
     ran: list[float] = []
-    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1))
+    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url)
+    s.register("ran_at", _ran_at(clock, ran))
     s.start()
     try:
         _blocked_pool(s, clock, gate)
-        job = s.schedule(_ran_at(clock, ran), 1, id="queued")
+        job = s.schedule("ran_at", 1, id="queued")
         due = job.next_run_time
         clock.advance(1)
         until(lambda: job.state is JobState.RUNNING)
@@ -685,3 +691,24 @@ def test_a_one_shot_that_shutdown_stopped_before_it_ran_is_not_completed(clock: 
         s.shutdown(wait=True)
     assert ran == [] and job.runs == 0
     assert job.state is JobState.SCHEDULED and job.next_run_time == due
+
+
+def test_a_reschedule_to_the_same_instant_runs_the_new_schedule_s_fire(
+    clock: FakeClock, tmp_path: Any
+) -> None:
+    # The revoked occurrence's fire key is the new first fire's: it must stay free to run.
+    gate = threading.Event()
+    seen: list[int] = []
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    with Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url) as s:
+        s.register("seen", seen.append)
+        _blocked_pool(s, clock, gate)
+        due = clock.now() + timedelta(seconds=1)
+        s.schedule("seen", At(due), args=(1,), id="x")
+        clock.advance(1)
+        until(lambda: s.get("x") is not None and s.get("x").state is JobState.RUNNING)  # type: ignore[union-attr]
+        s.schedule("seen", At(due), args=(2,), id="x", replace=True)
+        gate.set()
+        until(lambda: seen != [])
+        assert s.wait_idle(WAIT)
+    assert seen == [2]

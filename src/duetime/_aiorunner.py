@@ -165,7 +165,7 @@ class AsyncRunner(HeadWatcher):
             name = job._opts.executor
             executor: Any = s.executors[name] if name is not None else s.executor
             if executor == "inline":
-                s.execute(occ)
+                s.execute_here(occ)
                 self._changed.set()
                 return
             try:

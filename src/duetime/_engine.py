@@ -52,7 +52,11 @@ class Engine:
             (lock held; never raises a store's failure). While a runner's ``flushes`` is
             true, outcomes wait for this call instead of being written one by one.
         execute: ``(occ) -> None``: run the job's function, catching what it raises, and
-            record the outcome (lock not held).
+            record the outcome (lock not held). In a runner's thread or a pool's: whatever
+            it raises is its outcome.
+        execute_here: ``execute`` in the thread of the asyncio loop (an ``"inline"`` plain
+            function): a ``KeyboardInterrupt`` or ``SystemExit`` goes on to the loop, as a
+            coroutine job's does.
         finish: ``(occ, result, error) -> None``: record an outcome produced elsewhere, by a
             process pool or a coroutine (lock not held).
         abandon: ``(occ, failed=False, give_back=False, lost=False, interrupted=False) ->
@@ -91,6 +95,7 @@ class Engine:
     begin_due: Callable[[int, int, int | None], list[Occ] | None] | None
     flush: Callable[[], None]
     execute: Callable[[Occ], None]
+    execute_here: Callable[[Occ], None]
     finish: Callable[[Occ, Any, Exception | None], None]
     abandon: Callable[..., None]
     abandon_all: Callable[..., None]

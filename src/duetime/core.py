@@ -161,25 +161,28 @@ class EventQueue(LazyHeap, Generic[K]):
             ValueError: ``due`` is NaN (it compares false with everything, so it would leave
                 the heap out of order and every later pop wrong). A plain ``ValueError``: the
                 core imports nothing, not even duetime's errors.
-            TypeError: ``priority`` is not an int, or ``due`` does not compare with the dues
-                already queued (the queue is left as it was).
+            TypeError: ``priority`` is not a number, ``key`` is not hashable, or ``due`` does
+                not compare with the dues already queued (the queue is left as it was).
         """
         if due != due:  # noqa: PLR0124 (NaN only: any type with != is accepted as it was)
             raise ValueError(f"due must not be NaN, got {due!r}")
-        if not isinstance(priority, int):
-            raise TypeError(f"priority must be an int, got {priority!r}")
+        if not isinstance(priority, (int, float)):
+            raise TypeError(f"priority must be a number, got {priority!r}")
         entry = (due, priority, next(self._counter), key)
-        heap = self._heap
+        # setdefault is one dict operation for the common case (a new key); a reschedule
+        # overwrites the mapping below and leaves the old entry in the heap as stale. (First:
+        # an unhashable key raises here, before the heap is touched.)
+        live = self._live
+        old = live.setdefault(key, entry)
         try:
-            heappush(heap, entry)
+            heappush(self._heap, entry)
         except TypeError:
             # A due that does not compare with those queued (a str among floats): the push
             # must change nothing, and heappush has put the entry somewhere in the heap.
             self._unpush(entry)
+            if old is entry:
+                del live[key]
             raise TypeError(f"due must compare with the dues already queued, got {due!r}") from None
-        # setdefault is one dict operation for the common case (a new key); a reschedule
-        # overwrites the mapping and leaves the old entry in the heap as stale.
-        old = self._live.setdefault(key, entry)
         if old is not entry:
             self._live[key] = entry
             self._went_stale()

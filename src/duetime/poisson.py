@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import date, datetime, time, timedelta, tzinfo
 
-from duetime._validate import NS_PER_SECOND, positive_number, zone
+from duetime._validate import DURATION_MOST_S, NS_PER_SECOND, positive_number, zone
 from duetime.errors import InvalidArgument
 from duetime.recurrence import MONOTONIC, WALL, Env, _skip_by_walking
 
@@ -244,6 +244,11 @@ class Poisson:
             rate = value / (weekly / len(open_days))
         else:
             rate = value / 86400
+        if rate * DURATION_MOST_S < 1:
+            raise InvalidArgument(
+                f"{name} gives a mean gap of more than a thousand years "
+                f"({DURATION_MOST_S} seconds), got {value!r}"
+            )
         object.__setattr__(self, "_rate", rate)
         object.__setattr__(self, "_windows", windows)
 
@@ -264,7 +269,8 @@ class Poisson:
 
     def next(self, due: int, env: Env) -> int | None:
         """One exponential gap (of open time) after ``due``."""
-        gap = env.rng.expovariate(self._rate)
+        # (At most a thousand years: a mean near that bound draws, rarely, a gap past any date.)
+        gap = min(env.rng.expovariate(self._rate), DURATION_MOST_S)
         if not self._windows:
             return due + max(1, round(gap * NS_PER_SECOND))
         return self._advance_open(due, gap, env.tz)

@@ -209,7 +209,7 @@ class _Interval:
                         isinstance(value, bool) or not isinstance(value, (int, float))
                     ):
                         raise TypeError(f"{unit} must be a number, got {value!r}")
-                    ns += duration_ns(unit, value) * unit_ns // NS_PER_SECOND
+                    ns += duration_ns(unit, value, bounded=False) * unit_ns // NS_PER_SECOND
             if (ns == 0 and not self._allow_zero) or ns > DURATION_MOST_S * NS_PER_SECOND:
                 bound = "positive" if ns == 0 else "at most a thousand years"
                 raise InvalidArgument(

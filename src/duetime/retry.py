@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, Protocol, runtime_checkable
 
-from duetime._validate import NS_PER_SECOND, duration_ns, integer, positive_number
+from duetime._validate import (
+    DURATION_MOST_S,
+    NS_PER_SECOND,
+    duration_ns,
+    integer,
+    positive_number,
+)
 from duetime.errors import InvalidArgument
 
 __all__ = ["ExponentialBackoff", "FixedBackoff", "NoRetry", "RetryPolicy"]
@@ -142,6 +148,11 @@ class ExponentialBackoff:
             raise InvalidArgument(f"factor must be at least 1, got {self.factor!r}")
         if self.cap < self.base:
             raise InvalidArgument(f"cap must be at least base ({self.base!r}), got {self.cap!r}")
+        if self.cap > DURATION_MOST_S:
+            raise InvalidArgument(
+                f"cap must be at most a thousand years ({DURATION_MOST_S} seconds), "
+                f"got {self.cap!r}"
+            )
         integer("max_attempts", self.max_attempts)
         if self.max_attempts < 1:
             raise InvalidArgument(f"max_attempts must be at least 1, got {self.max_attempts!r}")

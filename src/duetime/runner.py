@@ -304,7 +304,7 @@ class Runner(HeadWatcher):
                             # shutdown() came during the batch: nothing more starts. The rest
                             # are given back to the store, for whoever looks for lost runs
                             # next (another process, or this one restarted).
-                            s.abandon_all(occs[i:], failed=True, give_back=True)
+                            s.abandon_all(occs[i:], give_back=True)
                             break
                         if i and clock.monotonic_ns() >= self._next_poll:
                             # Inline runs take their time: renew the leases of the rest.

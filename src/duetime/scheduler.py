@@ -285,14 +285,17 @@ class FailedJob:
     failed_at: datetime
 
 
-def _dead_id(id: object) -> str:
-    """The id ``retry_failed``/``discard_failed`` were given: an id, a Job or a FailedJob."""
+def _dead_id(id: object, host: object) -> str:
+    """The id ``retry_failed``/``discard_failed`` were given: an id, or a Job or FailedJob of
+    ``host``'s (a handle from another scheduler names no letter here, as ``cancel`` says)."""
     if isinstance(id, str):
         return id
     if isinstance(id, FailedJob):
         id = id.job
-    if isinstance(id, Job) and id.id is not None:
-        return id.id
+    if isinstance(id, Job):
+        if id._sched is not host or id._id is None:  # (_id: reading .id would name it)
+            raise JobLookupError(id._id if id._id is not None else id, "failed job")
+        return id._id
     raise TypeError(f"id must be a str, a Job or a FailedJob, got {id!r}")
 
 
@@ -396,7 +399,7 @@ class Scheduler:
                 f"got {import_tasks!r}"
             )
         self._import_tasks = tuple(import_tasks)
-        self._lease = duration_ns("lease", lease, allow_zero=False)
+        self._lease = duration_ns("lease", lease, allow_zero=False, bounded=False)
         if self._lease > _LEASE_MOST:
             # (A run lost with a longer lease would in effect never be run again.)
             raise InvalidArgument(f"lease must be at most a year (seconds), got {lease!r}")
@@ -484,6 +487,7 @@ class Scheduler:
             begin_due=self._begin_due if self._durable else None,
             flush=self._flush_outcomes,  # (only a durable store's runner calls it)
             execute=self._execute_contained,
+            execute_here=self._execute,
             finish=self._finish_outcome,
             abandon=self._abandon,
             abandon_all=self._abandon_all,
@@ -1902,18 +1906,33 @@ class Scheduler:
                 job._running -= 1
                 self._running_total -= 1
                 fire = occ[6]
+                cancelled = job._state is _CANCELLED
                 if self._durable and fire is not None:
-                    if not failed and (lost or job._state is _CANCELLED):
+                    if not failed and (lost or cancelled):
                         with contextlib.suppress(StoreError):
                             self._store.mark_lost(fire, self._clock.time_ns())  # type: ignore[attr-defined]
+                            # Rescheduled: a new first fire at the same instant has the same
+                            # key, which must stay free for it to run.
+                            if (
+                                not cancelled
+                                and job._base is not None
+                                and fire_key_at(job.id, job._base) == fire
+                            ):
+                                self._store.reopen_key(fire)  # type: ignore[attr-defined]
                     elif give_back:
                         returned.append((fire, occ[3]))
-                self._after_run(job, failed)
-                if (give_back or interrupted) and job._state is JobState.COMPLETED:
+                if (
+                    (give_back or interrupted)
+                    and self._shutdown
+                    and not (failed or lost or cancelled)
+                    and job._due is None
+                    and not job._sides
+                    and job._running == 0
+                ):
                     # Shutdown stopped it before it ran to its end: not completed. It stays
                     # scheduled at its due time (a durable store runs it after a restart).
-                    job._state = JobState.SCHEDULED
-                    job._base = job._due = occ[1]
+                    self._queue_regular(job, occ[1])
+                self._after_run(job, failed)
             if returned:
                 try:
                     self._store.release(returned)  # type: ignore[attr-defined]
@@ -2231,7 +2250,7 @@ class Scheduler:
             JobLookupError: No failed job has that id.
             ConflictingIdError: A live job has taken the id meanwhile.
         """
-        id = _dead_id(id)
+        id = _dead_id(id, self)
         with self._lock:
             if self._durable and not self._shutdown:
                 # The job died in another process: this one's copy is live until it reads
@@ -2318,7 +2337,7 @@ class Scheduler:
         Args:
             id: The job's id, or the ``Job`` or ``FailedJob`` (from ``failed()``) itself.
         """
-        id = _dead_id(id)
+        id = _dead_id(id, self)
         with self._lock:
             self._sync_dead()
             return self._store.take_dead(id) is not None
