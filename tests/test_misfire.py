@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import tracemalloc
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -117,7 +118,11 @@ def test_year_long_wall_jump_under_a_minutely_cron_is_prompt_and_bounded(policy:
     finally:
         tracemalloc.stop()
     assert peak < 2_000_000  # never a list of a year of minutes
-    assert count == (0 if policy is Misfire.SKIP else 1)
+    # One run under each policy: SKIP drops only the missed fires, and the one due at the very
+    # instant the jump lands on is on time.
+    assert count == 1
+    if policy is Misfire.SKIP:
+        assert ran[-1] == clock.now()
     (missed,) = rec.of(JobMissed)
     assert missed.missed >= 1000 and not missed.exact
     nrt = job.next_run_time
@@ -183,3 +188,45 @@ def test_a_catch_up_occurrence_that_waited_for_a_run_in_another_thread_runs_afte
     assert [t - start for t in ran] == [45.0] * 4  # 10 s .. 40 s, all caught up now
     clock.advance(10)
     assert s.run_pending() == 1
+
+
+def test_a_run_all_catch_up_ends_with_its_backlog_and_a_later_jump_is_bounded_again() -> None:
+    # (A catch-up of one late fire left the job "catching up": a year-long jump an hour later
+    # then ran all 525 600 missed fires, never measured against the bound.)
+    clock = FakeClock(start=FAKE_START + timedelta(seconds=30))
+    s = Scheduler(clock=clock)
+    rec = Recorder()
+    s.subscribe(rec, JobMissed)
+    s.schedule(print, "* * * * *", misfire=Misfire.RUN_ALL)
+    clock.advance(60)  # the 08:01 fire is 30 s late: a backlog of one
+    assert s.run_pending() == 1
+    clock.jump_wall(timedelta(days=365))
+    assert s.run_pending() == 1
+    (missed,) = rec.of(JobMissed)
+    assert missed.missed >= 1000 and not missed.exact
+
+
+@pytest.mark.parametrize(
+    ("when", "grace", "advance", "ran_at", "dropped"),
+    [
+        # 08:01 is 90 s late (missed), 08:02 only 30 s (on time): it runs, at once
+        ("* * * * *", 60, 150, [150.0], 1),
+        # fires at 1..5 s; at 5.5 s only the one due at 5 is within the 1 s grace
+        (FixedRate(1), 1, 5.5, [5.5], 4),
+    ],
+)
+def test_skip_drops_only_the_missed_occurrences(
+    when: Any, grace: float, advance: float, ran_at: list[float], dropped: int
+) -> None:
+    # (SKIP dropped every due occurrence once an older one had misfired, the one due 30 s ago
+    # within a grace of 60 included; DESIGN: "drop the missed ones".)
+    clock = FakeClock(start=FAKE_START)
+    s = Scheduler(clock=clock, misfire=Misfire.SKIP, grace=grace)
+    rec = Recorder()
+    s.subscribe(rec, JobMissed)
+    ran: list[float] = []
+    s.schedule(lambda: ran.append(clock.monotonic()), when)
+    clock.advance(advance)
+    s.run_pending()
+    assert ran == ran_at
+    assert [e.missed for e in rec.of(JobMissed)] == [dropped]

@@ -139,12 +139,20 @@ def plan_misfire(
     exact = True
     if not misfired or (policy is Misfire.RUN_ALL and catchup):
         nxt = trigger.next(base, env)
+        # The catch-up ends with the backlog: a later misfire (a clock jump a year on) is a
+        # backlog of its own, measured and bounded again.
+        catchup = catchup and nxt is not None and nxt <= now
+    elif policy is Misfire.SKIP:
+        # Only the missed ones are dropped: an occurrence no more than grace late is on time,
+        # and runs (now, if one is due already).
+        nxt, skipped = trigger.skip(base, now - grace - 1, env)
+        exact = skipped < SKIP_COUNT_LIMIT
     else:
         nxt, skipped = trigger.skip(base, now, env)
         exact = skipped < SKIP_COUNT_LIMIT
         if policy is Misfire.RUN_ALL and exact:
-            catchup = True
             nxt = trigger.next(base, env)
+            catchup = nxt is not None and nxt <= now
             skipped = 0
     run = not (misfired and policy is Misfire.SKIP)
     if not run:
