@@ -624,8 +624,20 @@ def test_a_one_shot_due_while_its_triggered_run_goes_on_waits_on_the_runner_too(
     assert job.state is JobState.COMPLETED
 
 
-def _blocked_pool(s: Scheduler, clock: FakeClock, gate: threading.Event) -> threading.Event:
-    """Occupy the one worker of ``s``'s pool until ``gate`` is set; returns 'it started'."""
+def _one_worker(
+    clock: FakeClock, store: str, tmp_path: Any
+) -> tuple[Scheduler, threading.Event, list[float]]:
+    """A scheduler (not started) on a pool of one thread, in memory or on SQLite, with a task
+    ``ran_at`` that records the monotonic time of each run; and the gate of ``_block``."""
+    url = None if store == "memory" else f"sqlite:///{tmp_path / 'jobs.db'}"
+    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url)
+    ran: list[float] = []
+    s.register("ran_at", lambda: ran.append(clock.monotonic()))
+    return s, threading.Event(), ran
+
+
+def _block(s: Scheduler, gate: threading.Event) -> None:
+    """Occupy the one worker of the started ``s``'s pool until ``gate`` is set."""
     busy = threading.Event()
 
     def block() -> None:
@@ -635,11 +647,6 @@ def _blocked_pool(s: Scheduler, clock: FakeClock, gate: threading.Event) -> thre
     s.register("block", block)
     s.schedule("block", 0)
     assert busy.wait(WAIT)
-    return busy
-
-
-def _ran_at(clock: FakeClock, ran: list[float]) -> Callable[[], None]:
-    return lambda: ran.append(clock.monotonic())
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
@@ -648,12 +655,9 @@ def test_a_reschedule_counts_until_the_function_starts(
 ) -> None:
     # (An occurrence waiting in an executor's queue ran at its old time, then again at the new
     # one: DESIGN's "the old occurrence can never fire", as cancel() already held.)
-    url = None if store == "memory" else f"sqlite:///{tmp_path / 'jobs.db'}"
-    gate = threading.Event()
-    ran: list[float] = []
-    with Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url) as s:
-        s.register("ran_at", _ran_at(clock, ran))
-        _blocked_pool(s, clock, gate)
+    s, gate, ran = _one_worker(clock, store, tmp_path)
+    with s:
+        _block(s, gate)
         s.schedule("ran_at", 1, id="target")
         clock.advance(1)
         until(lambda: s.get("target") is not None and s.get("target").state is JobState.RUNNING)  # type: ignore[union-attr]
@@ -672,14 +676,10 @@ def test_a_one_shot_that_shutdown_stopped_before_it_ran_is_not_completed(
     clock: FakeClock, store: str, tmp_path: Any
 ) -> None:
     # (It ended COMPLETED with runs 0 and no outcome event: "completed" says its body ran.)
-    url = None if store == "memory" else f"sqlite:///{tmp_path / 'jobs.db'}"
-    gate = threading.Event()
-    ran: list[float] = []
-    s = Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url)
-    s.register("ran_at", _ran_at(clock, ran))
+    s, gate, ran = _one_worker(clock, store, tmp_path)
     s.start()
     try:
-        _blocked_pool(s, clock, gate)
+        _block(s, gate)
         job = s.schedule("ran_at", 1, id="queued")
         due = job.next_run_time
         clock.advance(1)
@@ -702,7 +702,7 @@ def test_a_reschedule_to_the_same_instant_runs_the_new_schedule_s_fire(
     url = f"sqlite:///{tmp_path / 'jobs.db'}"
     with Scheduler(clock=clock, executor=cf.ThreadPoolExecutor(1), store=url) as s:
         s.register("seen", seen.append)
-        _blocked_pool(s, clock, gate)
+        _block(s, gate)
         due = clock.now() + timedelta(seconds=1)
         s.schedule("seen", At(due), args=(1,), id="x")
         clock.advance(1)
