@@ -746,7 +746,7 @@ class Scheduler:
             else:
                 job = new_job(self, func, trigger)
             if later:
-                first = self._first(trigger)  # type: ignore[arg-type]
+                first = self._first(trigger)
             before = self._row(existing) if self._durable and existing is not None else None
             self._set_params(job, func, args, kwargs, name, priority, opts)
             if type(func) is MissingTask:
@@ -1012,8 +1012,8 @@ class Scheduler:
             return when, first, False
         return self._recurrence("when", when), None, True
 
-    def _first(self, trigger: Recurrence) -> int | None:
-        """The first due of a job given ``trigger`` (``_when``'s ``later``)."""
+    def _first(self, trigger: Any) -> int | None:
+        """The first due of a job given ``trigger``, a Recurrence (``_when``'s ``later``)."""
         due = trigger.first(self._env)
         if type(trigger) is At and due is not None:
             self._note_past(trigger.when, due)
@@ -1326,7 +1326,7 @@ class Scheduler:
         with self._lock:
             job = self._lookup(job_or_id)
             if later:
-                first = self._first(trigger)  # type: ignore[arg-type]
+                first = self._first(trigger)
             before = self._row(job) if self._durable else None
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
             if before is not None:
