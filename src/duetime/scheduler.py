@@ -1014,7 +1014,7 @@ class Scheduler:
 
     def _first(self, trigger: Any) -> int | None:
         """The first due of a job given ``trigger``, a Recurrence (``_when``'s ``later``)."""
-        due = trigger.first(self._env)
+        due: int | None = trigger.first(self._env)
         if type(trigger) is At and due is not None:
             self._note_past(trigger.when, due)
         elif due is None:
