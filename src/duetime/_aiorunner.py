@@ -21,7 +21,7 @@ from duetime._engine import Engine
 from duetime._validate import NS_PER_SECOND
 from duetime.clock import FakeClock, WallAxis
 from duetime.events import SchedulerStarted, SchedulerStopped
-from duetime.job import JobState, Occ, _current
+from duetime.job import Occ, _current, revoked
 from duetime.runner import HeadWatcher, finish_from_process
 
 logger = logging.getLogger("duetime")
@@ -255,8 +255,8 @@ class AsyncRunner(HeadWatcher):
 
         s = self._s
         job = occ[0]
-        if job._state is JobState.CANCELLED or (job._x is not None and job._x.gen != occ[7]):
-            s.abandon(occ, lost=True)  # (as Scheduler._call: cancelled or rescheduled since)
+        if revoked(occ):
+            s.abandon(occ, lost=True)
             return
         if s.may_start is not None and not s.may_start(occ):
             return

@@ -280,6 +280,17 @@ class JobHost(Protocol):
 Occ = tuple[Job, int, int, int, int, "float | None", "str | None", int]
 
 
+def revoked(occ: Occ) -> bool:
+    """Whether a taken occurrence must not start after all: its job was cancelled, or given a
+    new schedule, since it was taken (in an executor's queue, say). A cancel or a reschedule
+    counts until the function starts; a run that has started finishes."""
+    job = occ[0]
+    return job._state is _CANCELLED or (job._x is not None and job._x.gen != occ[7])
+
+
+_CANCELLED = JobState.CANCELLED  # (a global read, not an enum attribute, on every run)
+
+
 class Side:
     """An occurrence attempt kept beside a job's regular schedule.
 

@@ -119,6 +119,7 @@ from duetime.job import (
     _current,
     fire_key_at,
     new_job,
+    revoked,
 )
 from duetime.job import Side as _Side
 from duetime.poisson import Poisson
@@ -1952,8 +1953,8 @@ class Scheduler:
     def _call(self, occ: Occ, contained: bool = False) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
 
-        Returns None, without calling, if the job was cancelled after it was popped (e.g.
-        while it waited in an executor's queue): a cancel counts until the function starts.
+        Returns None, without calling, if the occurrence was ``revoked`` after it was popped
+        (the job cancelled or rescheduled while it waited in an executor's queue, say).
         A ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``) raised where time is
         stepped by hand is not the job's outcome: the run is abandoned, its bookkeeping undone,
         and the exception propagates to the caller (Ctrl-C stops a simulation). ``contained``
@@ -1962,9 +1963,7 @@ class Scheduler:
         whose ``__cause__`` it is, as from a process pool.
         """
         job = occ[0]
-        if job._state is _CANCELLED or (job._x is not None and job._x.gen != occ[7]):
-            # Cancelled, or given a new schedule, since it was taken (in an executor's queue,
-            # say): a cancel or a reschedule counts until the function starts.
+        if revoked(occ):
             self._abandon(occ, lost=True)
             return None
         if self._listeners:
