@@ -306,6 +306,79 @@ def test_cancelling_plain_jobs_queued_in_the_executor_keeps_the_books() -> None:
     assert left.state is JobState.SCHEDULED and left.args == ("queued",)
 
 
+def test_a_coroutine_job_that_is_cancelled_inside_fails_and_is_told() -> None:
+    # Its own CancelledError (it awaited a task that was cancelled) is the job's failure, as on
+    # the thread Scheduler: not a shutdown's interruption, which leaves the job as it was.
+    from duetime import ExponentialBackoff, JobFailed
+
+    clock = FakeClock()
+    told: list[str] = []
+    box: dict[str, Any] = {}
+
+    async def awaits_a_cancelled_task() -> None:
+        task = asyncio.get_running_loop().create_task(asyncio.sleep(10))
+        task.cancel()
+        await task
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock) as s:
+            s.subscribe(lambda e: told.append(typing.cast(JobFailed, e).job_id), JobFailed)
+            box["one"] = s.schedule(awaits_a_cancelled_task, 0, id="one")
+            box["again"] = s.schedule(
+                awaits_a_cancelled_task,
+                FixedRate(10),
+                id="again",
+                retry=ExponentialBackoff(max_attempts=2, base=1, jitter=None),
+            )
+            await s.idle()
+            clock.advance(10)
+            await s.idle()
+            clock.advance(1)  # the retry
+            await s.idle()
+            box["stats"] = s.stats()
+
+    asyncio.run(main())
+    one, again = box["one"], box["again"]
+    assert one.state is JobState.FAILED and one.failures == 1
+    assert isinstance(one.last_error, RuntimeError) and "was cancelled" in str(one.last_error)
+    assert isinstance(one.last_error.__cause__, asyncio.CancelledError)
+    assert again.failures == 2 and again.attempt == 2  # the retry policy applied
+    assert told == ["one", "again", "again"]
+    assert box["stats"].failed == 3 and box["stats"].succeeded == 0
+
+
+def test_a_generator_job_fails_on_the_asyncio_runner_too() -> None:
+    clock = FakeClock()
+    ran: list[int] = []
+    box: dict[str, Any] = {}
+
+    def gen() -> Any:
+        ran.append(1)
+        yield 1
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=clock) as s:
+            box["job"] = s.schedule(gen, 0)
+            await s.idle()
+
+    asyncio.run(main())
+    assert ran == [] and box["job"].state is JobState.FAILED
+    assert isinstance(box["job"].last_error, TypeError)
+    assert "generator function" in str(box["job"].last_error)
+
+
+def test_an_async_listener_is_refused_by_the_async_scheduler() -> None:
+    async def listener(event: Any) -> None:
+        pass
+
+    async def main() -> None:
+        async with AsyncScheduler(clock=FakeClock()) as s:
+            with pytest.raises(TypeError, match="listener must be a plain function"):
+                s.subscribe(listener)
+
+    asyncio.run(main())
+
+
 def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> None:
     # As on the thread runner: a BaseException is not the job's outcome; the run is abandoned
     # (its bookkeeping undone) and the exception propagates.

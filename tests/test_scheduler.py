@@ -1402,6 +1402,46 @@ def test_an_async_generator_job_fails_instead_of_counting_a_success(scheduler: S
     assert scheduler.stats().succeeded == 0
 
 
+def test_a_generator_job_fails_instead_of_counting_a_success(scheduler: Scheduler) -> None:
+    # Calling a generator function only makes the generator: its body never runs.
+    ran: list[int] = []
+
+    def gen() -> Any:
+        ran.append(1)
+        yield 1
+
+    plain = scheduler.schedule(gen, 1)  # the keyword-less path
+    named = scheduler.schedule(gen, 1, id="named")
+    scheduler.run_for(1)
+    assert ran == []
+    for job in (plain, named):
+        assert job.state is JobState.FAILED
+        assert isinstance(job.last_error, TypeError)
+        assert "generator function" in str(job.last_error)
+    assert scheduler.stats().succeeded == 0 and scheduler.stats().failed == 2
+
+
+def test_an_async_listener_is_refused_and_a_coroutine_returned_is_closed_and_logged(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    import functools
+    import warnings
+
+    async def listener(event: Any) -> None:
+        pass
+
+    for bad in (listener, functools.partial(listener)):
+        with pytest.raises(TypeError, match="listener must be a plain function"):
+            scheduler.subscribe(bad)
+    assert scheduler._listeners == []  # nothing subscribed
+    # A lambda around it cannot be seen beforehand: what it returns is closed and logged.
+    scheduler.subscribe(lambda e: listener(e))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "coroutine was never awaited"
+        scheduler.schedule(print, 1, args=("",))
+    assert "returned a coroutine on JobAdded, which is never awaited" in caplog.text
+
+
 def test_after_shutdown_nothing_more_runs_by_any_door(
     scheduler: Scheduler, fake_clock: FakeClock, calls: list[Any]
 ) -> None:

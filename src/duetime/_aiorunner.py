@@ -29,10 +29,10 @@ logger = logging.getLogger("duetime")
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["AsyncRunner"]
+__all__ = ["AsyncRunner", "is_coroutine_function"]
 
 
-def _is_coroutine_function(func: Any) -> bool:
+def is_coroutine_function(func: Any) -> bool:
     """Whether calling ``func`` makes a coroutine, as far as can be told without calling it:
     an ``async def`` function, a method or ``functools.partial`` of one, or an object whose
     ``__call__`` is one. (A plain function that happens to return a coroutine is run in the
@@ -62,6 +62,9 @@ class AsyncRunner(HeadWatcher):
         # event set when it has finished and its outcome is recorded.
         self._plain: dict[asyncio.Future[Any], tuple[dict[str, bool], asyncio.Event]] = {}
         self._cancel = False
+        # The job tasks this runner cancelled (aclose(cancel_running=True)): a CancelledError in
+        # one of them is the runner's interruption, not the job's failure (_interrupted).
+        self._cancelled: set[asyncio.Future[Any]] = set()
 
     # -- called from any thread, under the scheduler's lock --------------------------------------
 
@@ -140,6 +143,8 @@ class AsyncRunner(HeadWatcher):
                     pooled = self._pooled.get(task)
                     # A process pool's job is cancelled only if it has not started; cancelling
                     # its asyncio wrapper would drop the outcome of one that runs on.
+                    if pooled is None:
+                        self._cancelled.add(task)
                     (task if pooled is None else pooled).cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
@@ -158,7 +163,7 @@ class AsyncRunner(HeadWatcher):
         here, on the loop."""
         job = occ[0]
         fut: asyncio.Future[Any]
-        if _is_coroutine_function(job.func):
+        if is_coroutine_function(job.func):
             fut = self._loop.create_task(self._run_coroutine(occ))
         else:
             s = self._s
@@ -265,9 +270,15 @@ class AsyncRunner(HeadWatcher):
         try:
             kwargs = job.kwargs or {}
             result = await job.func(*job.args, **kwargs)
-        except asyncio.CancelledError:
-            s.abandon(occ, interrupted=True)
-            raise
+        except asyncio.CancelledError as exc:
+            if self._interrupted():
+                s.abandon(occ, interrupted=True)
+                raise
+            # The job's own: it awaited something that was cancelled. That is its failure, as
+            # on the thread Scheduler (await_result), recorded and told like any other.
+            error = RuntimeError(f"the job's coroutine was cancelled ({exc!r})")
+            error.__cause__ = exc
+            s.finish(occ, None, error)
         except Exception as exc:
             s.finish(occ, None, exc)
         except BaseException:
@@ -278,6 +289,21 @@ class AsyncRunner(HeadWatcher):
             s.finish(occ, result, None)
         finally:
             _current.reset(token)
+
+    def _interrupted(self) -> bool:
+        """Whether the running job task was cancelled from outside (this runner at shutdown,
+        the loop closing, the application), rather than raising ``CancelledError`` itself.
+        Python 3.11 counts the requests on the task; 3.10 knows only this runner's own, and
+        takes any while the runner stops for one."""
+        import asyncio
+
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - a coroutine job always runs in a task
+            return True
+        cancelling = getattr(task, "cancelling", None)
+        if cancelling is not None:
+            return bool(cancelling())
+        return task in self._cancelled or self._stop  # pragma: no cover - Python 3.10
 
     async def idle(self) -> None:
         """Wait until nothing is due and nothing is running."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
-from types import AsyncGeneratorType, CoroutineType
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any
 
 
@@ -20,13 +20,19 @@ def await_result(coro: Any) -> Any:
     Called from code that already runs a loop in this thread (``run_until`` inside an async
     test), the coroutine runs on a helper thread with its own loop, in the same context.
 
-    An async generator (an ``async def`` with ``yield``) cannot be run as a job: that is the
-    job's failure, a ``TypeError``.
+    An async generator (an ``async def`` with ``yield``) or a generator (a ``def`` with
+    ``yield``) cannot be run as a job: calling the function only makes the generator, and its
+    body never runs. That is the job's failure, a ``TypeError``.
 
     A ``CancelledError`` out of the job's own coroutine (it awaited something cancelled) is that
     job's failure, not an interruption of whoever runs it: it is raised as a ``RuntimeError``,
     which the life cycle records like any exception of the job.
     """
+    if type(coro) is GeneratorType:
+        raise TypeError(
+            "the job is a generator function (def with yield), which cannot be run as a job: "
+            "its body never runs; make it a plain function (or iterate the generator in one)"
+        )
     if type(coro) is AsyncGeneratorType:
         raise TypeError(
             "the job is an async generator function (async def with yield), which cannot be "
@@ -50,6 +56,7 @@ def call_to_completion(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
     """``func(*args, **kwargs)``, a coroutine it returns run to completion: what a process pool
     runs for a job (the bare function goes there; a coroutine object cannot cross back)."""
     result = func(*args, **kwargs)
-    if type(result) is CoroutineType or type(result) is AsyncGeneratorType:
+    kind = type(result)
+    if kind is CoroutineType or kind is AsyncGeneratorType or kind is GeneratorType:
         return await_result(result)
     return result

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from types import CoroutineType
 
 __all__ = [
     "Event",
@@ -265,10 +266,21 @@ Listener = Callable[[Event], object]
 
 def dispatch(listeners: list[tuple[Listener, tuple[type[Event], ...]]], event: Event) -> None:
     """Deliver ``event`` to each listener subscribed to its type; a listener that raises is
-    logged and the others still run."""
+    logged and the others still run. A listener that hands back a coroutine (a lambda around an
+    ``async def``, which ``subscribe`` cannot see) did nothing: the coroutine is closed and that
+    is logged as an error, never left to pass in silence."""
     for listener, types in listeners:
         if not types or isinstance(event, types):
             try:
-                listener(event)
+                result = listener(event)
             except Exception:
                 logger.exception("listener %r raised on %s", listener, type(event).__name__)
+                continue
+            if result is not None and type(result) is CoroutineType:
+                result.close()
+                logger.error(
+                    "listener %r returned a coroutine on %s, which is never awaited: listeners "
+                    "are plain functions (from one, hand the coroutine to your event loop)",
+                    listener,
+                    type(event).__name__,
+                )

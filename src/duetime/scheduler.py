@@ -42,11 +42,11 @@ from dataclasses import asdict as _asdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from heapq import heappop
-from types import AsyncGeneratorType, CoroutineType
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import _durable, _foreign, policy
-from duetime._aiorunner import AsyncRunner
+from duetime._aiorunner import AsyncRunner, is_coroutine_function
 from duetime._awaiting import await_result as _await
 from duetime._durable import MissingTask
 from duetime._engine import Engine
@@ -1576,13 +1576,26 @@ class Scheduler:
         """Call ``listener(event)`` for every event of the given types (all types if none).
 
         Listeners run outside the scheduler's lock, in the thread that caused the event; one
-        that raises is logged and the others still run.
+        that raises is logged and the others still run. A listener is a plain function: an
+        ``async def`` one would never be awaited, so it is refused (from a plain listener, hand
+        the work to your loop: ``loop.call_soon_threadsafe(...)``).
 
         Returns:
             A function that unsubscribes the listener.
+
+        Raises:
+            TypeError: ``listener`` is not callable or is an ``async def`` function, or an
+                event type is not an ``Event`` subclass.
         """
         if not callable(listener):
             raise TypeError(f"listener must be callable, got {listener!r}")
+        if is_coroutine_function(listener):
+            raise TypeError(
+                f"listener must be a plain function, got the async def {listener!r}: a listener "
+                f"is called, never awaited, so its body would never run; subscribe a plain "
+                f"function that hands the work to your event loop "
+                f"(loop.call_soon_threadsafe or asyncio.run_coroutine_threadsafe)"
+            )
         for t in event_types:
             if not (isinstance(t, type) and issubclass(t, Event)):
                 raise TypeError(f"event_types must be Event subclasses, got {t!r}")
@@ -1972,7 +1985,8 @@ class Scheduler:
         try:
             kwargs = job.kwargs
             result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
-            if type(result) is CoroutineType or type(result) is AsyncGeneratorType:
+            kind = type(result)
+            if kind is CoroutineType or kind is AsyncGeneratorType or kind is GeneratorType:
                 result = _await(result)
         except Exception as exc:
             _current.reset(token)
