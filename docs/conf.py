@@ -34,3 +34,4 @@ if not _figure.exists():
     subprocess.run(
         [sys.executable, str(HERE / "scripts" / "poisson_plot.py"), str(_figure)], check=True
     )
+autodoc_preserve_defaults = True  # (the sentinels read as their names, not as object reprs)

@@ -126,7 +126,7 @@ def _registering(s: Scheduler) -> None:
                 s.register(f"test-task-{next(_TASK_NAMES)}", func)
         return schedule(func, *args, **kwargs)
 
-    s.schedule = schedule_registered  # type: ignore[method-assign]
+    s.schedule = schedule_registered  # type: ignore[method-assign, assignment]
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

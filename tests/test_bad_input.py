@@ -196,6 +196,9 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("Cron tz city", lambda: Cron("* * * * *", tz="Berlin"), InvalidArgument, r"did you mean Europe/Berlin\?"),
     ("Scheduler executor", lambda: Scheduler(executor="bogus"), TypeError, "executor must be 'inline', None or a concurrent.futures.Executor, got 'bogus'"),
     ("Scheduler executors value", lambda: Scheduler(executors={"io": 4}), TypeError, r"executors\['io'\] must be 'inline' or a concurrent.futures.Executor, got 4"),
+    ("func as a keyword", lambda: Scheduler().schedule(func=print, when=5), TypeError, r"schedule\(\) takes the function first, positionally: .* \(got func=<built-in function print> as a keyword\)$"),  # type: ignore[call-arg]
+    ("no func at all", lambda: Scheduler().schedule(when=5), TypeError, r"takes the function first, positionally: .* \(got no function\)$"),
+    ("APScheduler executors default", lambda: Scheduler(executors={"default": "inline"}), InvalidArgument, r"executors\['default'\] does not set the default executor here .*write Scheduler\(executor='inline'\)"),
     ("Scheduler executors type", lambda: Scheduler(executors=["io"]), TypeError, "executors must be a dict"),  # type: ignore[arg-type]
     ("FixedRate both forms", lambda: FixedRate(5, minutes=1), TypeError, "either positionally or as keywords"),
     ("FixedRate no interval", lambda: FixedRate(), TypeError, r"FixedRate\(\) needs an interval"),

@@ -189,6 +189,9 @@ _FAR = DURATION_MOST_S
 _SEQ_MASK = (1 << 48) - 1
 #: ``schedule()``'s default for ``when``, so that leaving it out gets a message saying how.
 _NO_WHEN: Any = object()
+# (A default only so that schedule(func=f, ...) reaches a message of duetime's, not Python's
+# "missing 1 required positional argument: 'func'" beside the func it was given.)
+_NO_FUNC: Any = object()
 
 
 # Types of the raw shorthand values a Job may hold in place of an After or At (Job.trigger).
@@ -318,6 +321,8 @@ class Scheduler:
         executor: For the runner thread: ``"inline"``, a ``concurrent.futures.Executor``, or
             None for a thread pool of 8 workers.
         executors: Named executors that jobs select with ``schedule(..., executor=name)``.
+            The name ``"default"`` without ``executor=`` is refused: it is APScheduler's
+            spelling of the default executor, which here is ``executor=``.
         max_concurrent: Upper bound on occurrences running at once across all jobs (None: no
             bound beyond the executors').
         wall_check_interval: Longest the runner sleeps, in seconds, while wall-clock jobs are
@@ -459,6 +464,15 @@ class Scheduler:
                     f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
                     f"got {ex!r}"
                 )
+        if executors and "default" in executors and executor is None:
+            # APScheduler's spelling of the default executor: here it would be only a name no
+            # job selects, and every job would run on duetime's own pool instead.
+            raise InvalidArgument(
+                f"executors['default'] does not set the default executor here (APScheduler's "
+                f"spelling), got {executors['default']!r}: write "
+                f"Scheduler(executor={executors['default']!r}); a named executor runs only the "
+                f"jobs that select it with schedule(..., executor=name)"
+            )
         self._executors_spec = dict(executors or {})
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
@@ -532,7 +546,7 @@ class Scheduler:
 
     def schedule(
         self,
-        func: Callable[..., Any] | str,
+        func: Callable[..., Any] | str = _NO_FUNC,
         /,
         when: Any = _NO_WHEN,
         *misplaced: Any,
@@ -590,6 +604,16 @@ class Scheduler:
                     f"schedule() takes the job's arguments as args=(...), not positionally: "
                     f"write schedule(func, when, args={misplaced!r}) "
                     f"(got {len(misplaced)} extra positional argument(s))"
+                )
+            if "func" in options or func is _NO_FUNC:
+                raise TypeError(
+                    "schedule() takes the function first, positionally: "
+                    "schedule(func, when, args=(...)), e.g. schedule(send_report, 30)"
+                    + (
+                        f" (got func={options['func']!r} as a keyword)"  # type: ignore[typeddict-item]
+                        if "func" in options
+                        else " (got no function)"
+                    )
                 )
             for keyword in options:
                 if keyword not in _OPTION_NAMES:
