@@ -207,6 +207,11 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
         PostgresStore(pg_database, connect_timeout=0)
     with pytest.raises(InvalidArgument, match=r"dsn must be a libpq connection string.*'this is"):
         PostgresStore("this is not a dsn")
+    # (libpq reads a port only as it connects: refused here, not reported as a server down.)
+    for bad_port in ("postgresql://app@db:abc/app", "host=db port=5x dbname=app"):
+        with pytest.raises(InvalidArgument, match=r"dsn must be .*port must be a number"):
+            PostgresStore(bad_port)
+    PostgresStore("host=a,b port=5432,5433 dbname=app")  # (several hosts: fine)
     for url in (
         "postgresql://app:s3cret@[::1/app",
         "postgresql://app:s3cret@db/app?x=1",

@@ -2420,6 +2420,8 @@ def test_bad_store_arguments(tmp_path: Path) -> None:
         SQLiteStore(42)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="poll_interval must be"):
         SQLiteStore(tmp_path / "x.db", poll_interval=0)
+    with pytest.raises(InvalidArgument, match="path must name a file, got the directory"):
+        SQLiteStore(tmp_path)
     with pytest.raises(InvalidArgument, match="lease must not be negative, got -1"):
         Scheduler(store=SQLiteStore(tmp_path / "x.db"), lease=-1)
     for bad in ("myapp", 5, None):

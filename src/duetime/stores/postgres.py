@@ -353,7 +353,11 @@ def _check_dsn(dsn: str) -> None:
     except ImportError:  # pragma: no cover - the extra is installed wherever tests run
         return
     try:
-        conninfo.conninfo_to_dict(dsn)
+        params = conninfo.conninfo_to_dict(dsn)
+        # (libpq parses the port only when it connects: "abc" would read as a server down.)
+        port = str(params.get("port") or "")
+        if not all(part.isdigit() or not part for part in port.split(",")):
+            raise ValueError(f"port must be a number, got {port!r}")
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidArgument(

@@ -133,6 +133,8 @@ class SQLiteStore(SQLStore):
         self.path = os.fspath(path)
         if not self.path:
             raise InvalidArgument("path must not be empty (use ':memory:' for no file)")
+        if os.path.isdir(self.path):
+            raise InvalidArgument(f"path must name a file, got the directory {self.path!r}")
         self.busy_timeout = duration_ns("busy_timeout", busy_timeout) / NS_PER_SECOND
         self.poll_ns = duration_ns("poll_interval", poll_interval, allow_zero=False)
         self._db: sqlite3.Connection | None = None
