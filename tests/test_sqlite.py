@@ -1482,6 +1482,50 @@ def test_a_trigger_made_elsewhere_while_the_job_runs_is_kept(
     assert [r.state for r in admin.runs("t")] == ["succeeded", "succeeded"]
 
 
+@pytest.mark.parametrize("change", ["reschedule", "pause"])
+def test_a_change_made_elsewhere_as_a_run_ends_does_not_undo_the_run(
+    db: Path, clock: FakeClock, change: str
+) -> None:
+    # The run ends while its outcome waits in the runner's outbox (written with the next
+    # claims), and the worker's next poll reads a change "admin" made while it ran, from a copy
+    # that says "running" and counts no run. Applied over the outcome, it undid the run in the
+    # worker's memory, and the outcome written from that copy left the job "running" for good.
+    worker = Scheduler(clock, store=SQLiteStore(db, poll_interval=0.001), executor="inline")
+    admin = Scheduler(clock, store=SQLiteStore(db))
+    later = At(T0 + timedelta(hours=2))
+    ran = threading.Event()
+
+    def body() -> None:
+        if change == "reschedule":
+            admin.reschedule("x", later)
+        else:
+            admin.pause("x")
+        clock.advance(0.005)  # past the worker's next poll, within the outbox's wait
+        ran.set()
+
+    worker.register("body", body)
+    try:
+        worker.schedule("body", FixedRate(60), id="x")
+        worker.start()
+        clock.advance(60)
+        assert ran.wait(WAIT)
+        want = JobState.SCHEDULED if change == "reschedule" else JobState.PAUSED
+        job = worker.get("x")
+        assert job is not None
+        until(lambda: job.runs == 1, what="the run counted", explain=lambda: repr(job))
+        worker.wait_idle(WAIT)
+        assert (job.state, job.runs) == (want, 1)
+        fresh = Scheduler(clock, store=SQLiteStore(db))
+        stored = fresh.get("x")
+        fresh.shutdown()
+        assert stored is not None and (stored.state, stored.runs) == (want, 1)
+        if change == "reschedule":
+            assert stored.trigger == later and job.trigger == later
+    finally:
+        worker.shutdown()
+        admin.shutdown()
+
+
 def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

@@ -2802,6 +2802,8 @@ class Scheduler:
             rows = store.changed_rows()
             now = self._clock.time_ns()
             if rows is not None:
+                if rows and (self._outbox or self._owed):
+                    rows = self._settle_first(rows)
                 for row in rows:
                     self._restore(None, row, now)
             if rows is not None or self._requeue:
@@ -3389,6 +3391,30 @@ class Scheduler:
                 f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
                 failure,
             )
+
+    def _settle_first(self, rows: list[JobRow]) -> list[JobRow]:
+        """Of changes read from the store (lock held), those to jobs whose outcome this process
+        has not written yet (waiting in the outbox, or owed) are not applied: the outcomes are
+        written first, merged there with the change as any outcome is, and those jobs read
+        back. (Applied over the outcome, a row written elsewhere while the fire ran here, still
+        saying "running" and not counting the run, undid the run in memory, and the outcome
+        then written from that copy left the job "running" in the store for good.)"""
+        waiting = {o[0]._id for o in self._outbox} | {o[0]._id for o in self._owed}
+        hit = waiting.intersection(row.id for row in rows)
+        if not hit:
+            return rows
+        self._flush_outcomes()
+        if self._owed:
+            self._pay_owed()
+        # (An outcome the store refused again stays owed, and its job as memory has it: read
+        # back only once the outcome is written.)
+        written = hit.difference(o[0]._id for o in self._owed)
+        store: Any = self._store
+        for id in written:
+            job = store.get(id)
+            if job is not None:
+                self._reload(job)
+        return [row for row in rows if row.id not in hit]
 
     def _pay_owed(self) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held)."""
