@@ -133,6 +133,16 @@ def test_wildcard_classification() -> None:
     assert Cron("@hourly").wildcard_timed
     assert not Cron("@daily").wildcard_timed
     assert Cron("0 * 2 * * *").wildcard_timed  # six fields: seconds, minute, hour
+    # `?` is `*` (docs/time.md), here too: both passes of a repeated hour.
+    assert Cron("? 2 * * *").wildcard_timed and Cron("0 ? * * *").wildcard_timed
+    assert fires("? 2 * * *", "Europe/Berlin", "2026-10-25T02:58", 3) == fires(
+        "* 2 * * *", "Europe/Berlin", "2026-10-25T02:58", 3
+    )
+    assert fires("0 ? * * *", "Europe/Berlin", "2026-10-25T01:30", 3) == [
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T02:00:00+01:00",
+        "2026-10-25T03:00:00+01:00",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -153,6 +163,15 @@ def test_wildcard_classification() -> None:
         ("0 0 L-2 * *", r"'l-2' is no form of L, W or # duetime reads: the day of the month"),
         ("0 0 * * mon#2#3", r"'mon#2#3' is no form of L, W or #"),
         ("0 0 15W/2 * *", r"'15w/2' is no form of L, W or #"),
+        # A typo with an l or a w in it is a typo, not L or W out of place.
+        (
+            "0 0 * jully *",
+            r"the month field must be numbers 1-12 or names such as jan, feb, mar, got 'jully'",
+        ),
+        (
+            "0 0 * * * @daily",
+            r"the day-of-week field must be a number, a range or '\*', got '@daily'",
+        ),
     ],
 )
 def test_invalid_expressions_are_rejected_quoting_the_input(expr: str, message: str) -> None:

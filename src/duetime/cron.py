@@ -184,7 +184,9 @@ class Cron:
         minute, hour = (fields[0], fields[1]) if len(fields) == 5 else (fields[1], fields[2])
         set_(self, "_parts", parts)
         set_(self, "_fields", text)
-        set_(self, "_wildcard", minute.startswith("*") or hour.startswith("*"))
+        # (`?` is `*` wherever it is written: a `? 2 * * *` fires in both passes of a repeated
+        # 02:00 as `* 2 * * *` does.)
+        set_(self, "_wildcard", minute.startswith(("*", "?")) or hour.startswith(("*", "?")))
         set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
         start_s = end_s = None
         if self.start is not None:
@@ -411,7 +413,7 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
                     refuse(f"must give a weekday's occurrence 1-5 after '#', got {item!r}")
                 continue
             bare = _NAME.sub(partial(_unnamed, names), item)
-            if "l" in bare or "w" in bare:
+            if ("l" in bare or "w" in bare) and _LW_ONLY.fullmatch(bare):
                 continue  # (L, W: croniter reads them; _union refuses them out of days)
             match = _ITEM.match(item)
             if match is None:
@@ -500,6 +502,10 @@ def _value(item: str, names: dict[str, int]) -> int | None:
     return names.get(item)
 
 
+# What is left of an L, W or # item once the field's names are taken out ("friL" -> "l").
+_LW_ONLY = re.compile(r"[\dlw#*/-]+")
+
+
 def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
     """A field's list items as ``(plain, special)``: special ones (``L``, ``W``, ``#``) each
     need a croniter expression of their own, because croniter drops or refuses the other items
@@ -536,7 +542,9 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
             item = "31w"
         # Special: an L, W or # once the field's own names ("jul", "wed") are left out.
         bare = _NAME.sub(lambda m: "" if m[0] in names else m[0], item)
-        if "l" in bare or "w" in bare or "#" in bare:
+        # (Only if nothing else is left: "jully" or "@daily" is a typo, which the field's own
+        # message names better than "L, W and # mean days".)
+        if ("l" in bare or "w" in bare or "#" in bare) and _LW_ONLY.fullmatch(bare):
             special.append(item)
         else:
             plain.append(item)
