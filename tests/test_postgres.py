@@ -265,6 +265,9 @@ def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> 
     assert PostgresStore(f"{pg_database}?schema=x", schema="x").schema == "x"
     with pytest.raises(InvalidArgument, match=r"schema must be one name.*'x'.*'y'"):
         PostgresStore(f"{pg_database}?schema=x", schema="y")
+    for make in (PostgresStore, PostgresStore.from_url):
+        with pytest.raises(InvalidArgument, match=r"gives schema= 2 times, got \['x', 'y'\]"):
+            make(f"{pg_database}?schema=x&schema=y")
 
 
 def test_a_schema_holding_another_programs_tables_is_named_so(

@@ -368,23 +368,28 @@ def _check_dsn(dsn: str) -> None:
 
 def _split_schema(url: str) -> tuple[str, str | None]:
     """A ``postgresql://`` URL without its ``schema=`` query parameter, and that parameter's
-    value (None if it has none; the last if given twice). The rest is left as written, for
+    value (None if it has none). The rest is left as written, for
     libpq to read: rebuilding the URL would turn ``postgresql:///app`` (local socket) into
     ``postgresql:/app`` and a space written ``%20`` into ``+``, which libpq reads as a plus."""
     base, mark, rest = url.partition("?")
     if not mark:
         return url, None
     query, hash, fragment = rest.partition("#")
-    schema = None
+    schemas = []
     kept = []
     for piece in query.split("&"):
         if not piece:
             continue  # (as parse_qsl drops them: libpq refuses an empty one)
         key, _, value = piece.partition("=")
         if unquote_plus(key) == "schema":
-            schema = unquote_plus(value)
+            schemas.append(unquote_plus(value))
         else:
             kept.append(piece)
+    if len(schemas) > 1:
+        raise InvalidArgument(
+            f"schema must be one name: the dsn gives schema= {len(schemas)} times, got {schemas!r}"
+        )
+    schema = schemas[0] if schemas else None
     query = "&".join(kept)
     return base + ("?" + query if query else "") + hash + fragment, schema
 
