@@ -48,6 +48,7 @@ from duetime import (
     JobLookupError,
     JobLost,
     JobMissed,
+    JobSkipped,
     JobState,
     Misfire,
     NoRetry,
@@ -1687,6 +1688,13 @@ def test_skip_and_queue_hold_across_processes(
 ) -> None:
     # (The next fire falls due while the first run goes on.)
     one, two, ran, during = _pair(open_scheduler, lambda: clock.advance(60))
+    skipped: list[tuple[str, datetime, str]] = []
+    for name, s in (("one", one), ("two", two)):
+
+        def note(event: Any, name: str = name) -> None:
+            skipped.append((name, event.scheduled_time, event.reason))
+
+        s.subscribe(note, JobSkipped)
     one.schedule("slow", FixedRate(60), id="s", overlap=overlap)
     two.get("s")
     clock.advance(60)
@@ -1695,8 +1703,10 @@ def test_skip_and_queue_hold_across_processes(
     assert one.run_pending() + two.run_pending() == 1
     fires = [f"s@2026-03-02T08:0{m}:00+00:00" for m in (1, 2, 3)]
     if overlap is Overlap.SKIP:
-        # The 08:02 fire met the 08:01 run going in the other process: skipped, as in one.
+        # The 08:02 fire met the 08:01 run going in the other process: skipped, as in one,
+        # and reported so there (the store skipped it silently).
         assert during == [0] and sorted(ran) == [fires[0], fires[2]]
+        assert skipped == [("two", T0 + timedelta(minutes=2), "previous run still going")]
     elif overlap is Overlap.QUEUE:
         # It waited for that run to end instead (tried again a quarter of a second later, as
         # a busy claim is), and ran once it had; the 08:03 fire, due meanwhile, coalesced
