@@ -211,7 +211,10 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
     for bad_port in ("postgresql://app@db:abc/app", "host=db port=5x dbname=app"):
         with pytest.raises(InvalidArgument, match=r"dsn must be .*port must be a number"):
             PostgresStore(bad_port)
-    PostgresStore("host=a,b port=5432,5433 dbname=app")  # (several hosts: fine)
+    for fine in ("host=a,b port=5432,5433 dbname=app", "host=db port=' +5432 ' dbname=app"):
+        PostgresStore(fine)  # (several hosts; blanks and a sign, as libpq's strtol reads them)
+    with pytest.raises(InvalidArgument, match="port must be a number"):
+        PostgresStore("host=db port=\u0665\u0664 dbname=app")  # (digits, but not to libpq)
     for url in (
         "postgresql://app:s3cret@[::1/app",
         "postgresql://app:s3cret@db/app?x=1",

@@ -1410,15 +1410,21 @@ def test_a_generator_job_fails_instead_of_counting_a_success(scheduler: Schedule
         ran.append(1)
         yield 1
 
+    def returns_one() -> Any:  # not a generator function: what it returns is its result
+        return (x for x in ran)
+
     plain = scheduler.schedule(gen, 1)  # the keyword-less path
     named = scheduler.schedule(gen, 1, id="named")
+    bound = scheduler.schedule(functools.partial(gen), 1)
+    fine = scheduler.schedule(returns_one, 1)
     scheduler.run_for(1)
     assert ran == []
-    for job in (plain, named):
+    for job in (plain, named, bound):
         assert job.state is JobState.FAILED
         assert isinstance(job.last_error, TypeError)
         assert "generator function" in str(job.last_error)
-    assert scheduler.stats().succeeded == 0 and scheduler.stats().failed == 2
+    assert fine.state is JobState.COMPLETED and fine.last_error is None
+    assert scheduler.stats().succeeded == 1 and scheduler.stats().failed == 3
 
 
 def test_an_async_listener_is_refused_and_a_coroutine_returned_is_closed_and_logged(

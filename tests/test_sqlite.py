@@ -1527,6 +1527,38 @@ def test_a_change_made_elsewhere_as_a_run_ends_does_not_undo_the_run(
         admin.shutdown()
 
 
+def test_a_job_cancelled_here_and_added_again_elsewhere_as_its_run_ends_is_loaded(
+    db: Path, clock: FakeClock
+) -> None:
+    # The same window as above, for a job no longer in this process's memory: the row written
+    # elsewhere is the job to load, not a change to hold back for an outcome.
+    worker = Scheduler(clock, store=SQLiteStore(db, poll_interval=0.001), executor="inline")
+    admin = Scheduler(clock, store=SQLiteStore(db))
+    ran = threading.Event()
+
+    def body() -> None:
+        worker.cancel("x")  # removed here while its run goes
+        admin.schedule("other", FixedRate(3600), id="x", replace=True)
+        clock.advance(0.005)  # past the worker's next poll, within the outbox's wait
+        ran.set()
+
+    for s in (worker, admin):
+        s.register("body", body)
+        s.register("other", print)
+    try:
+        worker.schedule("body", FixedRate(60), id="x")
+        worker.start()
+        clock.advance(60)
+        assert ran.wait(WAIT)
+        until(lambda: worker.get("x") is not None, what="the job added elsewhere loaded")
+        job = worker.get("x")
+        assert job is not None and job.trigger == FixedRate(3600)
+        assert job.state is JobState.SCHEDULED
+    finally:
+        worker.shutdown()
+        admin.shutdown()
+
+
 def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

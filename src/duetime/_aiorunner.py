@@ -62,9 +62,6 @@ class AsyncRunner(HeadWatcher):
         # event set when it has finished and its outcome is recorded.
         self._plain: dict[asyncio.Future[Any], tuple[dict[str, bool], asyncio.Event]] = {}
         self._cancel = False
-        # The job tasks this runner cancelled (aclose(cancel_running=True)): a CancelledError in
-        # one of them is the runner's interruption, not the job's failure (_interrupted).
-        self._cancelled: set[asyncio.Future[Any]] = set()
 
     # -- called from any thread, under the scheduler's lock --------------------------------------
 
@@ -143,8 +140,6 @@ class AsyncRunner(HeadWatcher):
                     pooled = self._pooled.get(task)
                     # A process pool's job is cancelled only if it has not started; cancelling
                     # its asyncio wrapper would drop the outcome of one that runs on.
-                    if pooled is None:
-                        self._cancelled.add(task)
                     (task if pooled is None else pooled).cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
@@ -293,17 +288,15 @@ class AsyncRunner(HeadWatcher):
     def _interrupted(self) -> bool:
         """Whether the running job task was cancelled from outside (this runner at shutdown,
         the loop closing, the application), rather than raising ``CancelledError`` itself.
-        Python 3.11 counts the requests on the task; 3.10 knows only this runner's own, and
-        takes any while the runner stops for one."""
+        Python 3.11 counts the cancellations asked of a task; 3.10 cannot tell, and takes every
+        ``CancelledError`` for an interruption (as before 3.11's count existed)."""
         import asyncio
 
         task = asyncio.current_task()
-        if task is None:  # pragma: no cover - a coroutine job always runs in a task
-            return True
         cancelling = getattr(task, "cancelling", None)
-        if cancelling is not None:
-            return bool(cancelling())
-        return task in self._cancelled or self._stop  # pragma: no cover - Python 3.10
+        if cancelling is None:  # pragma: no cover - Python 3.10 (or no task at all)
+            return True
+        return bool(cancelling())
 
     async def idle(self) -> None:
         """Wait until nothing is due and nothing is running."""

@@ -6,6 +6,7 @@ the thread runner's process-pool path both use it, and neither may import the ot
 from __future__ import annotations
 
 import contextvars
+import inspect
 from concurrent.futures import ThreadPoolExecutor
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any
@@ -52,11 +53,25 @@ def await_result(coro: Any) -> Any:
         raise RuntimeError(f"the job's coroutine was cancelled ({exc!r})") from exc
 
 
+def is_generator_function(func: Any) -> bool:
+    """Whether ``func`` is a generator function (a ``def`` with ``yield``; a method or
+    ``functools.partial`` of one, or an object whose ``__call__`` is one): asked only of a job
+    that returned a generator, which a plain function returning one (``os.walk(path)``, a
+    generator expression) may do as its result."""
+    return inspect.isgeneratorfunction(func) or (
+        not inspect.isroutine(func) and inspect.isgeneratorfunction(type(func).__call__)
+    )
+
+
 def call_to_completion(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)``, a coroutine it returns run to completion: what a process pool
     runs for a job (the bare function goes there; a coroutine object cannot cross back)."""
     result = func(*args, **kwargs)
     kind = type(result)
-    if kind is CoroutineType or kind is AsyncGeneratorType or kind is GeneratorType:
+    if (
+        kind is CoroutineType
+        or kind is AsyncGeneratorType
+        or (kind is GeneratorType and is_generator_function(func))
+    ):
         return await_result(result)
     return result

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from duetime import _durable, _foreign, policy
 from duetime._aiorunner import AsyncRunner, is_coroutine_function
 from duetime._awaiting import await_result as _await
+from duetime._awaiting import is_generator_function
 from duetime._durable import MissingTask
 from duetime._engine import Engine
 from duetime._timers import (
@@ -2010,7 +2011,11 @@ class Scheduler:
             kwargs = job.kwargs
             result = job.func(*job.args, **kwargs) if kwargs else job.func(*job.args)
             kind = type(result)
-            if kind is CoroutineType or kind is AsyncGeneratorType or kind is GeneratorType:
+            if (
+                kind is CoroutineType
+                or kind is AsyncGeneratorType
+                or (kind is GeneratorType and is_generator_function(job.func))
+            ):
                 result = _await(result)
         except Exception as exc:
             _current.reset(token)
@@ -2437,6 +2442,8 @@ class Scheduler:
         self._claim_limit = _CLAIM_FIRST
         self._full_since: float | None = None
         self._owed: list[_Outcome] = []
+        # Ids of jobs changed elsewhere while their outcome was owed: read back once it is paid.
+        self._after_owed: set[str] = set()
         self._next_purge = 0
         # Misfires this process computed and reports only if it moves the job on (_missed):
         # id(job) -> _report_missed's arguments.
@@ -3264,8 +3271,9 @@ class Scheduler:
     def _overlapped_elsewhere(self, fire: str) -> bool:
         """After a claim under ``Overlap.SKIP`` answered "done": whether it was the store that
         skipped the fire, because another process's run of the job was going (its key is not
-        recorded), rather than a run of the fire key itself (a backfill ran it). Rare, so one
-        more query: a skip is then reported as in one process. (A failure is not: the fire is
+        recorded), rather than a run of the fire key itself (a backfill ran it). One more query,
+        only after such an answer (a fire overlapping a run elsewhere): a skip is then reported
+        as in one process. (A failure is not: the fire is
         skipped all the same.)"""
         try:
             return fire not in self._store.recorded_keys([fire])  # type: ignore[attr-defined]
@@ -3411,28 +3419,40 @@ class Scheduler:
         written first, merged there with the change as any outcome is, and those jobs read
         back. (Applied over the outcome, a row written elsewhere while the fire ran here, still
         saying "running" and not counting the run, undid the run in memory, and the outcome
-        then written from that copy left the job "running" in the store for good.)"""
+        then written from that copy left the job "running" in the store for good.) A row whose
+        job is no longer in memory (cancelled here, added again elsewhere) is applied as ever."""
         waiting = {o[0]._id for o in self._outbox} | {o[0]._id for o in self._owed}
-        hit = waiting.intersection(row.id for row in rows)
+        hit = {row.id for row in rows if row.id in waiting}
         if not hit:
             return rows
         self._flush_outcomes()
         if self._owed:
             self._pay_owed()
-        # (An outcome the store refused again stays owed, and its job as memory has it: read
-        # back only once the outcome is written.)
-        written = hit.difference(o[0]._id for o in self._owed)
         store: Any = self._store
-        for id in written:
-            job = store.get(id)
+        jobs = {id: store.get(id) for id in hit}
+        for id, job in jobs.items():
             if job is not None:
-                self._reload(job)
-        return [row for row in rows if row.id not in hit]
+                # (One whose outcome the store refused again stays owed, its job as memory has
+                # it: read back once the outcome is written, _pay_owed.)
+                if any(o[0]._id == id for o in self._owed):
+                    self._after_owed.add(id)
+                else:
+                    self._reload(job)
+        return [row for row in rows if jobs.get(row.id) is None]
 
     def _pay_owed(self) -> None:
-        """Write the outcomes a lost connection kept from being recorded (lock held)."""
+        """Write the outcomes a lost connection kept from being recorded (lock held), and read
+        back the jobs that a change made elsewhere met meanwhile (_settle_first)."""
         owed, self._owed = self._owed, []
         self._record_outcomes(owed)
+        if self._after_owed:
+            still = {o[0]._id for o in self._owed}
+            store: Any = self._store
+            for id in [id for id in self._after_owed if id not in still]:
+                self._after_owed.discard(id)
+                job = store.get(id)
+                if job is not None:
+                    self._reload(job)
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
         """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is

@@ -344,6 +344,10 @@ def _psycopg() -> Any:
     return psycopg
 
 
+# A port as libpq reads one (strtol: blanks and a sign allowed), or none (its default).
+_PORT = re.compile(r"\s*(?:[+-]?[0-9]+\s*)?", re.ASCII)
+
+
 def _check_dsn(dsn: str) -> None:
     """Refuse a DSN libpq cannot parse, at construction rather than at the first connection
     (where it would read as an unreachable server). Without psycopg, opening the store says
@@ -356,7 +360,7 @@ def _check_dsn(dsn: str) -> None:
         params = conninfo.conninfo_to_dict(dsn)
         # (libpq parses the port only when it connects: "abc" would read as a server down.)
         port = str(params.get("port") or "")
-        if not all(part.isdigit() or not part for part in port.split(",")):
+        if not all(_PORT.fullmatch(part) for part in port.split(",")):
             raise ValueError(f"port must be a number, got {port!r}")
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
