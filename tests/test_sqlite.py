@@ -12,6 +12,7 @@ same file, the first one shut down (or, for a crash, simply abandoned mid-run).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import random
@@ -62,6 +63,7 @@ from duetime import (
     Window,
     current_run,
 )
+from duetime.stores import codec
 from duetime.stores.sqlite import SCHEMA_VERSION
 
 from . import workers
@@ -1557,6 +1559,46 @@ def test_a_job_cancelled_here_and_added_again_elsewhere_as_its_run_ends_is_loade
     finally:
         worker.shutdown()
         admin.shutdown()
+
+
+def test_a_change_written_from_a_copy_that_saw_the_run_going_does_not_undo_it(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # Another process pauses or reschedules a job from a copy read while a fire ran here (it
+    # says "running", counts no run), just after the run's outcome was written: the window
+    # between that process's last poll and its write. (Store level: the window is too narrow
+    # to aim at through two Schedulers, each of which polls before a change.)
+    import dataclasses
+
+    s = open_scheduler()
+    store: Any = s._store
+    later = json.dumps(codec.encode_trigger(At(T0 + timedelta(hours=2))))
+    s.schedule("record", FixedRate(60), id="rate")
+    s.schedule("record", At(T0 + timedelta(seconds=60)), id="once")
+    stale = {
+        id: dataclasses.replace(store.load_row(id), state="running", runs=0)
+        for id in ("rate", "once")
+    }
+    clock.advance(60)
+    assert s.run_pending() == 2  # both outcomes written: 'rate' scheduled, 'once' completed
+    now = clock.time_ns()
+    # A reschedule: the job is scheduled at the new time, its run counted (it stayed "running"
+    # for good, and the one-shot lost its run).
+    for id in ("rate", "once"):
+        row = dataclasses.replace(stale[id], trigger=later, next_base=now + 3600 * 10**9)
+        row = dataclasses.replace(row, next_due=row.next_base)
+        assert store.write([row], now, drop_retries=True) == {id}  # (not as sent: read back)
+        stored = store.load_row(id)
+        assert (stored.state, stored.runs, stored.trigger) == ("scheduled", 1, later)
+    # A pause of a one-shot that ended meanwhile is moot (it used to come back paused, its run
+    # uncounted), as in one process: a one-shot paused while it runs ends with its run.
+    s.schedule("record", At(T0 + timedelta(seconds=120)), id="twice")
+    paused = dataclasses.replace(store.load_row("twice"), state="paused", runs=0)
+    clock.advance(60)
+    assert s.run_pending() == 1
+    assert store.write([paused], clock.time_ns()) == {"twice"}
+    stored = store.load_row("twice")
+    assert (stored.state, stored.runs) == ("completed", 1)
 
 
 def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(

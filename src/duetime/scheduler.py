@@ -2613,12 +2613,15 @@ class Scheduler:
         there to read it back from) and the error raised. ``drop_retries``: the change
         dropped the job's pending retries (SQLStore.write)."""
         try:
-            self._store.write(  # type: ignore[attr-defined]
+            differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
         except StoreError:
             self._restore(job, before, self._clock.time_ns())
             raise
+        if differ:
+            # (The store kept its counters, or ended a run this copy saw going: read back.)
+            self._reload(job)
 
     def _save_quiet(self, job: Job) -> None:
         """Write the progress of a job the runner moved on without running it (a fire

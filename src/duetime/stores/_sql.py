@@ -105,16 +105,32 @@ READ_COLUMNS = (
     "sides, catchup, attempt, runs, failures, last_error, rev"
 )
 
+
 # The end of an INSERT of a job's row that replaces the row of a job with the same id. A live
 # job's counters stand (only outcomes add to them, COUNTED: an outcome that could not be
 # written yet is counted in the copy this row comes from, and adds its run when it is); an ended
 # job's row is replaced whole.
+#
+# "running" in the row written is the writer's view of a run going elsewhere, which may have
+# ended since (the writer paused or rescheduled the job from a copy read before the outcome was
+# written): over a row that no longer says so, it is written "scheduled", and an ended job's
+# counters then stand too (that run ended it, and counted). Written as it was, the job stayed
+# "running" for good, and a one-shot rescheduled so lost its run.
+def _upsert_column(column: str) -> str:
+    ended = f"{{p}}jobs.state IN ({', '.join(map(repr, ENDED_STATES))})"
+    stale = "excluded.state = 'running' AND {p}jobs.state <> 'running'"
+    if column in ("runs", "failures"):
+        return (
+            f"{column} = CASE WHEN {ended} AND excluded.state <> 'running' "
+            f"THEN excluded.{column} ELSE {{p}}jobs.{column} END"
+        )
+    if column == "state":
+        return f"state = CASE WHEN {stale} THEN 'scheduled' ELSE excluded.state END"
+    return f"{column} = excluded.{column}"
+
+
 UPSERT_CONFLICT = "ON CONFLICT (id) DO UPDATE SET " + ", ".join(
-    f"{column} = CASE WHEN {{p}}jobs.state IN ({', '.join(map(repr, ENDED_STATES))}) "
-    f"THEN excluded.{column} ELSE {{p}}jobs.{column} END"
-    if column in ("runs", "failures")
-    else f"{column} = excluded.{column}"
-    for column in ("rev", *JOB_SET)
+    _upsert_column(column) for column in ("rev", *JOB_SET)
 )
 
 _UPSERT_JOB = (
@@ -412,8 +428,9 @@ class SQLStore(MemoryStore):
 
     # -- writing jobs -----------------------------------------------------------------------------
 
-    def write(self, rows: Sequence[JobRow], now: int, drop_retries: bool = False) -> None:
-        """Write whole rows (a new job, or any change), in one transaction. ``drop_retries``:
+    def write(self, rows: Sequence[JobRow], now: int, drop_retries: bool = False) -> set[str]:
+        """Write whole rows (a new job, or any change), in one transaction; returns the ids of
+        those the store did not take as sent (``_differ``: read them back). ``drop_retries``:
         the change dropped the jobs' pending retries on purpose (cancel, reschedule, replace):
         their failed runs' records stop keeping them (``_retry_at``), or a process would take
         them in again, and are final from now (``finished``: the purge deletes them in time).
@@ -436,10 +453,18 @@ class SQLStore(MemoryStore):
                 else:
                     self._pending[i] = row
             if not written and not drop_retries:
-                return
+                return set()
         with self._tx("saving jobs") as db:
             rev = self._rev(db)
+            ended: set[str] = set()
+            if not drop_retries:
+                # A pause or resume of a job that ended elsewhere meanwhile (a one-shot whose
+                # run finished) is moot, as in one process: not written, and read back. (A
+                # reschedule or replace=True is written: it gives the job a schedule again.)
+                ended = self._ended(db, written)
+                written = [row for row in written if row.id not in ended]
             db.executemany(self._q(_UPSERT_JOB), [job_values(row, rev, now) for row in written])
+            differ = self._differ(db, written) | ended
             if drop_retries:
                 ids = [(now, row.id) for row in rows]
                 db.executemany(
@@ -457,7 +482,41 @@ class SQLStore(MemoryStore):
                     ids,
                 )
             self._changed(db)
-        self._wrote(written, rev)
+        self._wrote([row for row in written if row.id not in differ], rev)
+        return differ
+
+    def _ended(self, db: Any, rows: Sequence[JobRow]) -> set[str]:
+        """The ids of ``rows`` whose job has ended in the store (transaction ``db``)."""
+        ended: set[str] = set()
+        for chunk, marks in id_lists([row.id for row in rows]):
+            ended.update(
+                r[0]
+                for r in db.execute(
+                    self._dialect(
+                        f"SELECT id FROM {self._prefix}jobs WHERE id IN ({marks}) "
+                        f"AND state IN (?, ?, ?)"
+                    ),
+                    (*chunk, *ENDED_STATES),
+                ).fetchall()
+            )
+        return ended
+
+    def _differ(self, db: Any, rows: Sequence[JobRow]) -> set[str]:
+        """The ids of ``rows`` (just written in transaction ``db``) whose stored state or
+        counters are not what was sent (UPSERT_CONFLICT kept the store's): the writer reads
+        those back, or its copy would keep what it sent."""
+        sent = {row.id: (row.state, row.runs, row.failures) for row in rows}
+        differ: set[str] = set()
+        for chunk, marks in id_lists(list(sent)):
+            found = db.execute(
+                self._dialect(
+                    f"SELECT id, state, runs, failures FROM {self._prefix}jobs "
+                    f"WHERE id IN ({marks})"
+                ),
+                chunk,
+            ).fetchall()
+            differ.update(r[0] for r in found if tuple(r[1:]) != sent[r[0]])
+        return differ
 
     def _write_progress(
         self,

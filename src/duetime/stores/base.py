@@ -218,8 +218,9 @@ class DurableStore(JobStore, Protocol):
         queued fires are new)."""
         ...
 
-    def write(self, rows: Sequence[JobRow], now: int) -> None:
-        """Write whole rows, one transaction."""
+    def write(self, rows: Sequence[JobRow], now: int) -> set[str]:
+        """Write whole rows, one transaction; the ids of those whose stored state or counters
+        are not what was sent (the writer reads them back)."""
         ...
 
     def write_progress(
