@@ -1601,6 +1601,42 @@ def test_a_change_written_from_a_copy_that_saw_the_run_going_does_not_undo_it(
     assert (stored.state, stored.runs) == ("completed", 1)
 
 
+def test_a_change_made_here_while_an_outcome_waits_keeps_the_run(
+    db: Path, clock: FakeClock
+) -> None:
+    # "first" ran; its outcome waits in the runner's outbox (written with the next claims)
+    # while "second", in the same batch, pauses it. The pause is written after the outcome, and
+    # the run stays counted: written before it, the store's copy had no run, and reading that
+    # back undid the run in memory.
+    s = Scheduler(clock, store=SQLiteStore(db), executor="inline")
+    done = threading.Event()
+
+    def first() -> None:
+        pass
+
+    def second() -> None:
+        s.pause("first")
+        done.set()
+
+    s.register("first", first)
+    s.register("second", second)
+    try:
+        s.schedule("first", FixedRate(60), id="first")
+        s.schedule("second", FixedRate(60), id="second")
+        s.start()
+        clock.advance(60)
+        assert done.wait(WAIT)
+        assert s.wait_idle(WAIT)
+        job = s.get("first")
+        assert job is not None and (job.state, job.runs) == (JobState.PAUSED, 1)
+        fresh = Scheduler(clock, store=SQLiteStore(db))
+        stored = fresh.get("first")
+        fresh.shutdown()
+        assert stored is not None and (stored.state, stored.runs) == (JobState.PAUSED, 1)
+    finally:
+        s.shutdown()
+
+
 def test_a_retry_written_out_of_the_row_by_a_stale_process_still_runs(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:

@@ -2612,6 +2612,10 @@ class Scheduler:
         back as ``before`` (its row before the change: the store, which refused, may not be
         there to read it back from) and the error raised. ``drop_retries``: the change
         dropped the job's pending retries (SQLStore.write)."""
+        if self._outbox:
+            # Outcomes first: the change is written after the runs that ended before it (and
+            # a read back, below, then finds them counted, not a copy without them).
+            self._flush_outcomes()
         try:
             differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
