@@ -487,19 +487,23 @@ class SQLStore(MemoryStore):
 
     def _ended(self, db: Any, rows: Sequence[JobRow]) -> set[str]:
         """The ids of ``rows`` whose job has ended in the store (transaction ``db``)."""
-        ended: set[str] = set()
-        for chunk, marks in id_lists([row.id for row in rows]):
-            ended.update(
+        return set(self._ids_in(db, [row.id for row in rows], ended=True))
+
+    def _ids_in(self, db: Any, ids: Sequence[str], ended: bool) -> list[str]:
+        """Of ``ids``, those whose job's row has ended (``ended``) or is live, in ``db``."""
+        found: list[str] = []
+        for chunk, marks in id_lists(ids):
+            found += [
                 r[0]
                 for r in db.execute(
                     self._dialect(
                         f"SELECT id FROM {self._prefix}jobs WHERE id IN ({marks}) "
-                        f"AND state IN (?, ?, ?)"
+                        f"AND state {'' if ended else 'NOT '}IN (?, ?, ?)"
                     ),
                     (*chunk, *ENDED_STATES),
                 ).fetchall()
-            )
-        return ended
+            ]
+        return found
 
     def _differ(self, db: Any, rows: Sequence[JobRow]) -> set[str]:
         """The ids of ``rows`` (just written in transaction ``db``) whose stored state or
@@ -585,19 +589,7 @@ class SQLStore(MemoryStore):
 
     def _insert_now(self, rows: Sequence[JobRow], now: int) -> list[str]:
         with self._tx("saving jobs") as db:
-            ids = [row.id for row in rows]
-            taken: list[str] = []
-            for chunk, marks in id_lists(ids):
-                taken += [
-                    r[0]
-                    for r in db.execute(
-                        self._dialect(
-                            f"SELECT id FROM {self._prefix}jobs WHERE id IN ({marks}) "
-                            f"AND state NOT IN (?, ?, ?)"
-                        ),
-                        (*chunk, *ENDED_STATES),
-                    ).fetchall()
-                ]
+            taken = self._ids_in(db, [row.id for row in rows], ended=False)
             if taken:
                 return taken
             rev = self._rev(db)
