@@ -3280,8 +3280,7 @@ class Scheduler:
         skipped the fire, because another process's run of the job was going (its key is not
         recorded), rather than a run of the fire key itself (a backfill ran it). One more query,
         only after such an answer (a fire overlapping a run elsewhere): a skip is then reported
-        as in one process. (A failure is not: the fire is
-        skipped all the same.)"""
+        as in one process. (A failure of that query is not: the fire is skipped all the same.)"""
         try:
             return fire not in self._store.recorded_keys([fire])  # type: ignore[attr-defined]
         except StoreError:
@@ -3437,14 +3436,16 @@ class Scheduler:
             self._pay_owed()
         store: Any = self._store
         jobs = {id: store.get(id) for id in hit}
+        # (One whose outcome the store refused again stays owed, its job as memory has it: read
+        # back once the outcome is written, _pay_owed.)
+        owed = {o[0]._id for o in self._owed}
         for id, job in jobs.items():
-            if job is not None:
-                # (One whose outcome the store refused again stays owed, its job as memory has
-                # it: read back once the outcome is written, _pay_owed.)
-                if any(o[0]._id == id for o in self._owed):
-                    self._after_owed.add(id)
-                else:
-                    self._reload(job)
+            if job is None:
+                continue
+            if id in owed:
+                self._after_owed.add(id)
+            else:
+                self._reload(job)
         return [row for row in rows if jobs.get(row.id) is None]
 
     def _pay_owed(self) -> None:
