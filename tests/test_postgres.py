@@ -543,6 +543,38 @@ def test_a_batch_that_mostly_lost_reads_the_other_workers_changes_instead_of_cla
     assert b_store.claims == [16]
 
 
+def test_a_poll_reads_of_an_ended_job_only_what_ends_it_here(pg_store: StoreMaker) -> None:
+    # Every worker learns of every run another one finished: the rows of ended jobs come back
+    # without their arguments (which may be large), and still end the job in memory.
+    clock = FakeClock(T0)
+    a = Scheduler(clock, store=pg_store())
+    b = Scheduler(clock, store=pg_store())
+    ran: list[str] = []
+    for s in (a, b):
+        s.register("rec", ran.append)
+    reader = pg_store()
+    reader.open("reader")
+    try:
+        big = "x" * 10_000
+        a.schedule("rec", 10, args=[big], id="done")
+        a.schedule("rec", 3600, args=[big], id="live")
+        assert {job.id for job in b.jobs()} == {"done", "live"}
+        reader.load_rows()
+        clock.advance(10)
+        assert a.run_pending() == 1
+        a.reschedule("live", 7200)
+        rows = {row.id: row for row in reader.changed_rows() or ()}
+        assert [job.id for job in b.jobs()] == ["live"]
+    finally:
+        reader.close()
+        a.shutdown()
+        b.shutdown()
+    assert ran == [big]
+    done: Any = rows["done"]  # (typed as a live row's fields)
+    assert (done.state, done.args, done.trigger) == ("completed", None, None)
+    assert big in rows["live"].args
+
+
 def test_a_fire_skipped_in_a_batch_is_written_after_the_outcome_before_it(
     pg_store: StoreMaker,
 ) -> None:

@@ -215,7 +215,8 @@ class DurableStore(JobStore, Protocol):
     def changed_rows(self) -> list[JobRow] | None:
         """Rows other processes wrote since the last look (None: nothing changed; the
         Scheduler then skips ``queued_runs``, so a store answers an empty list when only
-        queued fires are new)."""
+        queued fires are new). The row of an ended job may carry only its id, state and rev
+        (the other fields None): the Scheduler reads nothing else of it."""
         ...
 
     def write(self, rows: Sequence[JobRow], now: int) -> set[str]:

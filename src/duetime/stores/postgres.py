@@ -302,6 +302,9 @@ _SETTLE_MANY = (
     "(SELECT array_agg(rev) FROM j WHERE same)"
 )
 
+# The states of ended jobs as a SQL list (constants of this module, not input).
+_ENDED_SQL = "(" + ", ".join(f"'{state}'" for state in ENDED_STATES) + ")"
+
 # A new job in one statement (one round trip, its own transaction): insert its row unless a
 # live job has the id (an ended job's row is replaced), and notify. Answers (rev or NULL if the
 # id is taken, notified).
@@ -318,10 +321,18 @@ _INSERT_ONE = (
 # backfill enqueued (a JSON array in the first row only, NULL if none; the Scheduler asks for
 # them whenever rows changed, and a second query would be a second round trip between a job
 # scheduled in another process and its start), and the rows written by transactions from the
-# previous bound on (NULLs if none).
+# previous bound on (NULLs if none). Of an ended job's row only the id, the state and the rev
+# come back: a poll learns of every run another worker finished, and the reader only drops the
+# job (a worker that read each finished one-shot's arguments in full read most of the table's
+# bytes again per worker: 15 000 such rows each, of 20 000 jobs shared by four).
 _CHANGES = (
     "SELECT x.low::text, CASE WHEN row_number() OVER () = 1 THEN q.queued END, "
-    + ", ".join("j." + column for column in READ_COLUMNS.split(", "))
+    + ", ".join(
+        f"j.{column}"
+        if column in ("id", "state", "rev")
+        else f"CASE WHEN j.state NOT IN {_ENDED_SQL} THEN j.{column} END"
+        for column in READ_COLUMNS.split(", ")
+    )
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
     "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due, attempt, lease_until) "
     "ORDER BY due)::text AS queued FROM {p}runs WHERE " + QUEUED_WHERE + ") q "
