@@ -62,6 +62,63 @@ def test_bucket_refills() -> None:
     assert b.interval == 0.5
 
 
+@pytest.mark.memory_only("a TokenBucket lives in one process; a durable store refuses limiter=")
+def test_a_job_paused_past_its_reserved_instant_takes_a_new_token_on_resume(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
+    t0 = clock.monotonic_ns()
+    bucket = TokenBucket(1, burst=1)
+    starts: list[tuple[str, int]] = []
+
+    def start(name: str) -> None:
+        starts.append((name, (clock.monotonic_ns() - t0) // 10**9))
+
+    for name in ("a", "b"):
+        s.schedule(start, 1, args=[name], id=name, limiter=bucket)
+    s.run_for(1)  # a starts at 1 s; b is deferred to its token at 2 s
+    s.pause("b")
+    s.run_for(9)
+    s.schedule(start, 0, args=["c"], id="c", limiter=bucket)
+    s.resume("b")  # b's token (2 s) went unused: it takes the one at 10 s, c the one at 11 s
+    s.run_for(5)
+    assert starts == [("a", 1), ("b", 10), ("c", 11)]
+
+
+@pytest.mark.memory_only("a TokenBucket lives in one process; a durable store refuses limiter=")
+def test_a_job_resumed_before_its_reserved_instant_keeps_its_token(
+    scheduler: Scheduler, fake_clock: FakeClock
+) -> None:
+    s, clock = scheduler, fake_clock
+    t0 = clock.monotonic_ns()
+    bucket = TokenBucket(1, burst=1)
+    starts: list[int] = []
+    for name in ("x", "y"):
+        s.schedule(lambda: starts.append(clock.monotonic_ns() - t0), 1, id=name, limiter=bucket)
+    s.run_for(1)  # x starts at 1 s; y is deferred to its token at 2 s
+    s.pause("y")
+    s.resume("y")
+    s.run_for(5)
+    assert starts == [10**9, 2 * 10**9]  # (not 3 s: no second token taken)
+
+
+def test_tokens_do_not_drift_at_a_rate_that_is_no_whole_number_of_nanoseconds() -> None:
+    # 3 a second: a token every 333 333 333.3 ns; each one at the first whole nanosecond at or
+    # after its exact instant, so that the 3 000th is due at 1 000 s, not 1 000 ns earlier.
+    b = TokenBucket(3, per=1.0, burst=1)
+    starts = [b.reserve(0) for _ in range(3001)]
+    assert starts[:5] == [0, 333_333_334, 666_666_667, 1_000_000_000, 1_333_333_334]
+    assert starts[3000] == 1000 * 10**9
+    assert b.interval == pytest.approx(1 / 3)
+
+
+def test_reserve_takes_integer_nanoseconds_and_takes_no_token_otherwise() -> None:
+    b = TokenBucket(1, burst=1)
+    with pytest.raises(TypeError, match="now_ns must be an int"):
+        b.reserve(float("nan"))  # type: ignore[arg-type]
+    assert b.reserve(0) == 0  # (the bucket was still full)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -69,6 +126,8 @@ def test_bucket_refills() -> None:
         ((float("nan"),), "rate must be a positive finite"),
         ((1, 0), "per must be positive"),
         ((1, 1.0, 0), "burst must be at least 1"),
+        ((1e-300,), "rate must give a token at least every thousand years"),
+        ((1e-15,), r"got rate=1e-15 per 1.0"),
     ],
 )
 def test_bad_buckets(args: tuple[float, ...], message: str) -> None:

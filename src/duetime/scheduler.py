@@ -1415,8 +1415,14 @@ class Scheduler:
             job._state = JobState.SCHEDULED
             if job._due is not None:  # the next regular occurrence, jitter as drawn before
                 self._push_regular(job)
+            mono = self._clock.monotonic_ns()
             for side in job._sides or ():
                 if side.hold == _QUEUED:
+                    if side.reserved and side.due is not None and side.due < mono:
+                        # Its token's instant passed while it was paused: the bucket counted
+                        # a start then. Started now on it, the job would run beside the
+                        # starts the bucket allows now; it takes a token of its own instead.
+                        side.reserved = False
                     self._push_side(side)
             self._settle(job)
             if before is not None:
