@@ -104,7 +104,7 @@ def test_a_job_resumed_before_its_reserved_instant_keeps_its_token(
 
 def test_tokens_do_not_drift_at_a_rate_that_is_no_whole_number_of_nanoseconds() -> None:
     # 3 a second: a token every 333 333 333.3 ns; each one at the first whole nanosecond at or
-    # after its exact instant, so that the 3 000th is due at 1 000 s, not 1 000 ns earlier.
+    # after its exact instant, so that the 3 001st is due at 1 000 s, not 1 000 ns earlier.
     b = TokenBucket(3, per=1.0, burst=1)
     starts = [b.reserve(0) for _ in range(3001)]
     assert starts[:5] == [0, 333_333_334, 666_666_667, 1_000_000_000, 1_333_333_334]
