@@ -608,6 +608,43 @@ def test_event_contents(scheduler: Scheduler, events: Recorder) -> None:
     assert succeeded.time == succeeded.started_at == at(minutes=1)
 
 
+def test_every_state_change_goes_to_logging_at_debug_as_to_listeners(
+    scheduler: Scheduler, caplog: pytest.LogCaptureFixture
+) -> None:
+    # DESIGN: every state change emits a typed event to subscribed listeners and to logging.
+    # With the logger at DEBUG, and nobody listening, the same events are logged, one line each.
+    def changes() -> None:
+        job = scheduler.schedule(lambda: 42, at(minutes=1), id="e")
+        job.pause()
+        job.resume()
+        job.reschedule(at(minutes=2))
+        scheduler.run_for(120)
+        scheduler.schedule(lambda: None, at(minutes=5), id="gone").cancel()
+
+    with caplog.at_level(logging.DEBUG, logger="duetime"):
+        changes()
+    logged = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.DEBUG and r.getMessage().startswith("Job")
+    ]
+    names = [line.split()[0] for line in logged]
+    expected = [
+        "JobAdded",
+        "JobPaused",
+        "JobResumed",
+        "JobRescheduled",
+        "JobStarted",
+        "JobSucceeded",
+        "JobAdded",
+        "JobCancelled",
+    ]
+    assert names == expected
+    succeeded = logged[names.index("JobSucceeded")]
+    assert succeeded.startswith(f"JobSucceeded job_id='e' time={at(minutes=2).isoformat()} ")
+    assert succeeded.endswith(" attempt=1 result=42")
+
+
 def test_fixed_rate_is_exact_and_does_not_drift(
     scheduler: Scheduler, fake_clock: FakeClock
 ) -> None:
