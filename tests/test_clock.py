@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from duetime import Clock, FakeClock, InvalidArgument, SteppableClock, SystemClock
+from duetime import Clock, FakeClock, InvalidArgument, Scheduler, SteppableClock, SystemClock
+from duetime.clock import NsClock
 
 START = datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc)
 
@@ -88,6 +89,45 @@ def test_protocols() -> None:
     assert not isinstance(SystemClock(), SteppableClock)
 
 
+class SecondsOnly:
+    """A clock written to the design's three methods (time, monotonic, wait), over a FakeClock."""
+
+    def __init__(self) -> None:
+        self.fake = FakeClock(start=datetime(2026, 3, 29, 7, 0, tzinfo=timezone.utc))
+
+    def time(self) -> float:
+        return self.fake.time()
+
+    def monotonic(self) -> float:
+        return self.fake.monotonic()
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        self.fake.wait(condition, timeout)
+
+
+def test_a_clock_of_seconds_only_drives_a_scheduler() -> None:
+    clock = SecondsOnly()
+    assert isinstance(clock, Clock) and not isinstance(clock, NsClock)
+    s = Scheduler(clock=clock)
+    ran: list[float] = []
+    try:
+        assert s.clock is clock
+        job = s.schedule(lambda: ran.append(clock.time()), 90)
+        assert job.next_run_time == datetime(2026, 3, 29, 7, 1, 30, tzinfo=timezone.utc)
+        clock.fake.advance(89)
+        assert s.run_pending() == 0
+        clock.fake.advance(1)
+        assert s.run_pending() == 1
+        with pytest.raises(
+            TypeError,
+            match=r"run_for\(\) needs a steppable clock .* is <tests.test_clock.SecondsOnly",
+        ):
+            s.run_for(1)
+    finally:
+        s.shutdown()
+    assert ran == [clock.fake.time()]
+
+
 def test_system_clock_reads_real_time() -> None:
     import time
 
@@ -127,29 +167,53 @@ def test_system_clock_wait_returns_when_notified_and_validates_precision() -> No
         SystemClock(precision="fast")  # type: ignore[arg-type]
 
 
-def test_fake_wait_wakes_when_time_moves() -> None:
+def test_fake_wait_sleeps_until_time_moves() -> None:
+    # One wait, as a test of the clock itself would write it: it sleeps until the clock moves.
     c = FakeClock()
     cond = threading.Condition()
-    woke = threading.Event()
+    entered = threading.Event()
     seen: list[int] = []
 
     def sleeper() -> None:
         with cond:
-            c.wait(cond, 10)  # first wait registers and returns (spurious wakeup)
-            ready.set()
-            while c.monotonic_ns() == 0:
-                c.wait(cond, 10)
+            entered.set()
+            c.wait(cond, 10)
             seen.append(c.monotonic_ns())
-        woke.set()
 
-    ready = threading.Event()
     t = threading.Thread(target=sleeper)
     t.start()
-    assert ready.wait(5)
+    assert entered.wait(5)
+    with cond:  # (acquired once the sleeper has released it, asleep in wait)
+        assert seen == []
+    assert t.is_alive()
     c.advance(1)
     t.join(5)
     assert not t.is_alive()
-    assert woke.is_set() and seen == [1_000_000_000]
+    assert seen == [1_000_000_000]
+
+
+def test_a_watched_condition_hears_a_move_between_a_read_and_the_first_wait() -> None:
+    # The sleeper holds the condition from its read of the time to its wait; the clock moves in
+    # between (its notification waits for the lock, which the wait releases), and wakes it.
+    c = FakeClock()
+    cond = threading.Condition()
+    read = threading.Event()
+    seen: list[tuple[int, int]] = []
+
+    def sleeper() -> None:
+        with cond:
+            c.watch(cond)
+            before = c.monotonic_ns()
+            read.set()
+            c.wait(cond, 10)
+            seen.append((before, c.monotonic_ns()))
+
+    t = threading.Thread(target=sleeper)
+    t.start()
+    assert read.wait(5)
+    c.advance(1)
+    t.join(5)
+    assert not t.is_alive() and seen == [(0, 1_000_000_000)]
 
 
 def test_fake_wait_with_spent_timeout_returns_at_once() -> None:

@@ -36,6 +36,7 @@ def test_design_names_are_exported() -> None:
 def test_error_hierarchy() -> None:
     assert issubclass(duetime.InvalidArgument, ValueError)
     assert issubclass(duetime.JobLookupError, LookupError)
+    assert issubclass(duetime.JobLookupError, KeyError)  # (as APScheduler's: migrating code)
     assert issubclass(duetime.ConflictingIdError, ValueError)
     assert issubclass(duetime.SchedulerShutdownError, RuntimeError)
     for name in ("InvalidArgument", "JobLookupError", "ConflictingIdError"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from duetime.clock import Clock
+from duetime.clock import NsClock
 from duetime.events import Event
 from duetime.job import Occ
 
@@ -84,7 +84,7 @@ class Engine:
 
     lock: threading.RLock
     cond: threading.Condition
-    clock: Clock
+    clock: NsClock
     wall_check: int
     executor: Any
     executors: dict[str, Any]

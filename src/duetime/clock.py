@@ -35,6 +35,8 @@ from duetime.errors import InvalidArgument
 __all__ = [
     "Clock",
     "FakeClock",
+    "NsClock",
+    "SecondsClock",
     "SteppableClock",
     "SystemClock",
     "WallAxis",
@@ -55,7 +57,12 @@ real_time_ns = _time.time_ns
 
 @runtime_checkable
 class Clock(Protocol):
-    """What a Scheduler needs from a source of time.
+    """What a Scheduler needs from a source of time: two readings and a way to sleep.
+
+    A clock may also read integer nanoseconds (``time_ns`` and ``monotonic_ns``, see
+    ``NsClock``), as every clock of duetime's does, and should if it can: without them the
+    Scheduler derives nanoseconds from the seconds, as exact as a float is (about a quarter of
+    a microsecond for today's epoch seconds).
 
     Implementations must be safe to call from several threads.
     """
@@ -68,14 +75,6 @@ class Clock(Protocol):
         """Monotonic time in seconds: never goes back, unaffected by wall-clock steps."""
         ...
 
-    def time_ns(self) -> int:
-        """Wall-clock time in integer nanoseconds since the Unix epoch."""
-        ...
-
-    def monotonic_ns(self) -> int:
-        """Monotonic time in integer nanoseconds."""
-        ...
-
     def wait(self, condition: threading.Condition, timeout: float | None) -> None:
         """Sleep on ``condition`` (held by the caller) for up to ``timeout`` seconds of this clock.
 
@@ -86,12 +85,65 @@ class Clock(Protocol):
 
 
 @runtime_checkable
-class SteppableClock(Clock, Protocol):
+class NsClock(Clock, Protocol):
+    """A ``Clock`` that also reads integer nanoseconds, which is how the Scheduler keeps time."""
+
+    def time_ns(self) -> int:
+        """Wall-clock time in integer nanoseconds since the Unix epoch."""
+        ...
+
+    def monotonic_ns(self) -> int:
+        """Monotonic time in integer nanoseconds."""
+        ...
+
+
+@runtime_checkable
+class SteppableClock(NsClock, Protocol):
     """A clock whose time a program moves by hand (what ``step`` and ``run_until`` need)."""
 
     def advance_ns(self, ns: int) -> None:
         """Move both timebases forward by ``ns`` nanoseconds (``ns >= 0``)."""
         ...
+
+
+class SecondsClock:
+    """A ``Clock`` that reads only seconds, seen as an ``NsClock`` (package-internal: the
+    Scheduler wraps such a clock in it). Sleeping is the wrapped clock's own."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Clock) -> None:
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"SecondsClock({self.inner!r})"
+
+    def time(self) -> float:
+        """The wrapped clock's wall-clock seconds."""
+        return self.inner.time()
+
+    def monotonic(self) -> float:
+        """The wrapped clock's monotonic seconds."""
+        return self.inner.monotonic()
+
+    def time_ns(self) -> int:
+        """The wrapped clock's wall-clock seconds in nanoseconds (rounded)."""
+        return round(self.inner.time() * NS_PER_SECOND)
+
+    def monotonic_ns(self) -> int:
+        """The wrapped clock's monotonic seconds in nanoseconds (rounded)."""
+        return round(self.inner.monotonic() * NS_PER_SECOND)
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Sleep as the wrapped clock sleeps."""
+        self.inner.wait(condition, timeout)
+
+    def watch(self, condition: threading.Condition) -> None:
+        """Have the wrapped clock notify ``condition`` when it moves, if it can
+        (``FakeClock.watch``)."""
+        watch = getattr(self.inner, "watch", None)
+        if watch is not None:
+            watch(condition)
 
 
 class SystemClock:
@@ -278,18 +330,24 @@ class FakeClock:
         No real time limit applies: a runner on a FakeClock sleeps until the test moves the clock
         or the scheduler wakes it (an insert, a shutdown). ``timeout`` is only consulted to return
         at once when it is already used up.
+
+        The first wait on a condition registers it (``watch``), so that every later move of the
+        clock notifies it. A move between the caller's read of the time and that first wait would
+        not: code that reads the time and then sleeps on it (duetime's runners do) calls
+        ``watch`` before its first read.
         """
         if timeout is not None and timeout <= 0:
             return
         if condition not in self._conditions:
-            # First sleep on this condition: register and return (a permitted spurious wakeup).
-            # The caller re-reads the time with the registration in place, so no move of the
-            # clock can now slip between its read and its sleep.
-            with self._lock:
-                self._conditions.add(condition)
-                self._watched = True
-            return
+            self.watch(condition)
         condition.wait()
+
+    def watch(self, condition: threading.Condition) -> None:
+        """Notify ``condition`` (``notify_all``) whenever fake time moves, from now on (until
+        the condition is garbage-collected)."""
+        with self._lock:
+            self._conditions.add(condition)
+            self._watched = True
 
     def on_move(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` (from the moving thread) after every move of time.
@@ -338,7 +396,7 @@ class WallAxis:
     #: Read by recurrences that convert a wall-clock anchor: here there is nothing to convert.
     monotonic_is_wall: ClassVar[bool] = True
 
-    def __init__(self, inner: Clock) -> None:
+    def __init__(self, inner: NsClock) -> None:
         self.inner = inner
 
     def __repr__(self) -> str:
@@ -363,6 +421,13 @@ class WallAxis:
     def wait(self, condition: threading.Condition, timeout: float | None) -> None:
         """Sleep as the wrapped clock sleeps."""
         self.inner.wait(condition, timeout)
+
+    def watch(self, condition: threading.Condition) -> None:
+        """Have the wrapped clock notify ``condition`` when it moves, if it can
+        (``FakeClock.watch``)."""
+        watch = getattr(self.inner, "watch", None)
+        if watch is not None:
+            watch(condition)
 
     def advance_ns(self, ns: int) -> None:
         """Move the wrapped clock (which must be steppable) forward by ``ns`` nanoseconds."""

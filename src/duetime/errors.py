@@ -28,8 +28,10 @@ class InvalidArgument(DuetimeError, ValueError):
     """A parameter has a value duetime cannot accept; the message names the parameter."""
 
 
-class JobLookupError(DuetimeError, LookupError):
+class JobLookupError(DuetimeError, KeyError):
     """No live job (or, from ``retry_failed``, no failed job) has the given id.
+
+    A ``KeyError`` (so a ``LookupError``), as APScheduler's is: code that catches either works.
 
     Args:
         job_id: The id that was looked up.

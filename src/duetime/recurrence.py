@@ -31,7 +31,7 @@ from duetime._validate import (
 from duetime.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from duetime.clock import Clock
+    from duetime.clock import NsClock
 
 __all__ = [
     "MONOTONIC",
@@ -66,7 +66,7 @@ class Env:
 
     __slots__ = ("clock", "rng", "tz")
 
-    def __init__(self, clock: Clock, rng: random.Random, tz: tzinfo) -> None:
+    def __init__(self, clock: NsClock, rng: random.Random, tz: tzinfo) -> None:
         self.clock = clock
         self.rng = rng
         self.tz = tz

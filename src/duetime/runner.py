@@ -226,6 +226,12 @@ class Runner(HeadWatcher):
         s = self._s
         cond = s.cond
         with cond:
+            # A clock that wakes sleepers when it moves (FakeClock) is told of the condition
+            # before the first read of the time: a move between that read and the first sleep
+            # would otherwise go unnoticed until something else woke the runner.
+            watch = getattr(s.clock, "watch", None)
+            if watch is not None:
+                watch(cond)
             if s.begin_due is None:
                 self._run()
                 return

@@ -71,6 +71,8 @@ from duetime._validate import (
 from duetime.clock import (
     Clock,
     FakeClock,
+    NsClock,
+    SecondsClock,
     SteppableClock,
     SystemClock,
     WallAxis,
@@ -363,8 +365,8 @@ class Scheduler:
             clock = SystemClock()
         elif not isinstance(clock, Clock):
             raise TypeError(
-                f"clock must implement the Clock protocol (time, monotonic, time_ns, "
-                f"monotonic_ns, wait), got {clock!r}"
+                f"clock must implement the Clock protocol (time, monotonic, wait; and "
+                f"time_ns, monotonic_ns if it can), got {clock!r}"
             )
         if store is None:
             store = MemoryStore()
@@ -415,12 +417,13 @@ class Scheduler:
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
         self._user_clock = clock
+        inner: NsClock = clock if isinstance(clock, NsClock) else SecondsClock(clock)
         # A durable store keeps UTC instants: this scheduler then measures elapsed time on the
         # wall clock too (see duetime.clock.WallAxis and docs/durability.md).
         self._durable = bool(getattr(store, "durable", False))
         if self._durable:
-            clock = WallAxis(clock)
-        self._clock = clock
+            inner = WallAxis(inner)
+        self._clock = clock = inner
         # An exact FakeClock (not a subclass, which may override its readings) is read through
         # its integers on the hottest paths: a method call there costs as much as the read.
         self._fake = type(clock) is FakeClock
@@ -3652,7 +3655,7 @@ class Scheduler:
         if not isinstance(clock, SteppableClock):
             raise TypeError(
                 f"{method}() needs a steppable clock such as FakeClock; this scheduler's clock "
-                f"is {clock!r}, which only real time moves"
+                f"is {self._user_clock!r}, which only real time moves"
             )
         return clock
 
