@@ -15,10 +15,12 @@ import pytest
 
 from duetime import (
     At,
+    Event,
     FakeClock,
     FixedRate,
     JobSkipped,
     JobState,
+    JobSucceeded,
     Misfire,
     Overlap,
     Scheduler,
@@ -336,6 +338,39 @@ def test_shutdown_waits_for_running_jobs(clock: FakeClock) -> None:
     release.set()
     stopper.join(WAIT)
     assert not stopper.is_alive() and finished.is_set()
+
+
+@pytest.mark.parametrize("own_pool", [False, True], ids=["default pool", "user's pool"])
+def test_a_listener_on_a_pool_thread_may_shut_the_scheduler_down(
+    clock: FakeClock, own_pool: bool
+) -> None:
+    # The outcome's listeners run on the pool thread that ran the job: shutdown() there cannot
+    # wait for the pool (its own thread: "cannot join current thread", or, with the user's
+    # pool, waiting for its own future for ever). It stops the runner without waiting, as
+    # from inside a job.
+    pool = cf.ThreadPoolExecutor(2) if own_pool else None
+    s = Scheduler(clock=clock, executor=pool) if pool else Scheduler(clock=clock)
+    answers: list[str] = []
+
+    def stop(event: Event) -> None:
+        try:
+            s.shutdown()
+        except Exception as exc:  # (the failure this test is about)
+            answers.append(repr(exc))
+        else:
+            answers.append("stopped")
+
+    s.subscribe(stop, JobSucceeded)
+    s.start()
+    try:
+        s.schedule(lambda: None, 1)
+        clock.advance(1)
+        until(lambda: bool(answers), what="the listener's shutdown() to return")
+        assert answers == ["stopped"]
+        assert not s.running
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def test_shutdown_without_waiting(clock: FakeClock) -> None:

@@ -83,6 +83,18 @@ def finish_from_process(engine: Engine, occ: Occ, fut: Any) -> None:
     engine.finish(occ, None if error else fut.result(), error)
 
 
+# The engine whose thread runner's pool thread this is, while it runs an occurrence there (the
+# job, then its outcome's listeners); None elsewhere.
+_worker = threading.local()
+
+
+def serving() -> Engine | None:
+    """The engine whose runner's pool thread the caller is in, running an occurrence (its
+    job or its listeners), or None."""
+    engine: Engine | None = getattr(_worker, "engine", None)
+    return engine
+
+
 class HeadWatcher:
     """Wake-up bookkeeping shared by the thread and the asyncio runner.
 
@@ -196,7 +208,7 @@ class Runner(HeadWatcher):
         jobs, its own run among them: it stops the runner and lets running jobs finish.
         """
         s = self._s
-        if _current.get() is not None:
+        if _current.get() is not None or serving() is s:
             wait = False
         with s.cond:
             self._stop = True
@@ -360,7 +372,7 @@ class Runner(HeadWatcher):
                 fut = executor.submit(call_to_completion, job.func, job.args, job.kwargs or {})
                 fut.add_done_callback(self._done_callback(occ, process=True))
             else:
-                fut = executor.submit(s.execute, occ)
+                fut = executor.submit(self._work, occ)
                 fut.add_done_callback(self._done_callback(occ, process=False))
         except Exception as exc:  # a rejecting executor (shut down, saturated, ...)
             logger.error("executor %r rejected job %r: %s", executor, job.id, exc)
@@ -369,6 +381,16 @@ class Runner(HeadWatcher):
         with s.lock:
             if not fut.done():
                 self._futures.add(fut)
+
+    def _work(self, occ: Occ) -> None:
+        """``execute`` in a pool's thread, which is known meanwhile as this runner's worker: a
+        listener that shuts the scheduler down from there (its job's outcome told it to) must
+        not wait for the pool, its own thread among it."""
+        _worker.engine = self._s
+        try:
+            self._s.execute(occ)
+        finally:
+            _worker.engine = None
 
     def _done_callback(self, occ: Occ, *, process: bool) -> Callable[[cf.Future[Any]], None]:
         if process:

@@ -131,7 +131,7 @@ from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import MONOTONIC, WALL, After, At, Env, FixedRate, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
-from duetime.runner import Runner, RunnerLike
+from duetime.runner import Runner, RunnerLike, serving
 from duetime.stats import Stats, StatsRecorder
 from duetime.stores import codec
 from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
@@ -3989,6 +3989,7 @@ class Scheduler:
             if (
                 self._durable
                 and (occ is None or occ[0]._sched is not self)
+                and serving() is not self._engine
                 and (runner is None or (wait and not isinstance(runner, AsyncRunner)))
             ):
                 # The end of the scheduler's life: its connection goes too. (Without wait, runs
