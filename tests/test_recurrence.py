@@ -214,6 +214,51 @@ def test_several_windows_and_overnight() -> None:
     assert abs(len(fires) / 60 - 600) / 600 < 0.05
 
 
+@pytest.mark.parametrize(
+    "windows",
+    [
+        [Window("00:00", "24:00")],
+        [Window("00:00", "12:00"), Window("12:00", "24:00")],
+        [Window("22:00", "10:00"), Window("10:00", "22:00")],
+    ],
+    ids=["whole day", "two halves", "overnight and day"],
+)
+def test_windows_open_around_the_clock_are_a_steady_rate(windows: list[Window]) -> None:
+    # Openings that touch every day join into one stretch without end: each next time is still
+    # found at once, and the rate is the whole day's.
+    start = datetime(2026, 1, 5, tzinfo=timezone.utc)
+    rec = Poisson(per_day=300, window=windows)
+    assert rec.rate_per_second == pytest.approx(300 / 86400)
+    fires = simulate(rec, 20, seed=5, start=start)
+    assert abs(len(fires) / 20 - 300) / 300 < 0.1
+
+
+@pytest.mark.parametrize(
+    "windows",
+    [
+        [Window("09:00", "12:00"), Window("11:00", "14:00")],
+        [Window("09:00", "14:00"), Window("09:00", "14:00")],
+        [Window("09:00", "14:00", days="mon-fri"), Window("10:00", "11:00", days="mon")],
+    ],
+    ids=["overlapping", "the same twice", "one inside another"],
+)
+def test_overlapping_windows_count_their_common_time_once(windows: list[Window]) -> None:
+    # Their union is 09:00-14:00, open 5 h: per_day=300 is 300 in those 5 h, not fewer because
+    # an hour was counted twice.
+    rec = Poisson(per_day=300, window=windows)
+    assert rec.rate_per_second == pytest.approx(300 / (5 * 3600))
+    start = datetime(2026, 1, 5, tzinfo=timezone.utc)  # a Monday
+    fires = simulate(rec, 40, seed=2, start=start)
+    days = Counter(datetime.fromtimestamp(f / 1e9, timezone.utc).date() for f in fires)
+    assert abs(statistics.fmean(days.values()) - 300) / 300 < 0.05
+
+
+def test_a_rate_whose_mean_gap_is_a_thousand_years_of_calendar_time_is_refused() -> None:
+    # A minute a day at one arrival per 10**10 open seconds: 460 000 years between arrivals.
+    with pytest.raises(InvalidArgument, match=r"of calendar time \(open 0.07% of it\)"):
+        Poisson(mean_interval=10**10, window=Window("09:00", "09:01"))
+
+
 def test_poisson_is_reproducible_with_a_seed() -> None:
     rec = Poisson(per_day=300, window=Window("09:00", "18:00"))
     start = datetime(2026, 1, 5, tzinfo=BERLIN)

@@ -21,7 +21,7 @@ import heapq
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 from duetime._validate import DURATION_MOST_S, NS_PER_SECOND, positive_number, zone
 from duetime.errors import InvalidArgument
@@ -159,17 +159,58 @@ def _instant(day: date, seconds: int, tz: tzinfo) -> int:
 
 
 def _open_intervals(windows: Sequence[Window], after: int, tz: tzinfo) -> Iterator[tuple[int, int]]:
-    """The union of the windows' openings from ``after`` on, merged, in order."""
+    """The union of the windows' openings from ``after`` on, in order, without overlaps.
+
+    Touching or overlapping openings are joined, but a joined stretch is handed out a day at a
+    time: windows that cover every hour of every day (``Window("00:00", "24:00")``, or two
+    halves) would otherwise join into one stretch that never ends, and the walk that looks for
+    its end would run until the calendar does."""
     merged = heapq.merge(*(w.intervals(after, tz) for w in windows))
     cur_a, cur_b = next(merged)
     for a, b in merged:
         if a <= cur_b:
+            if b > cur_b and cur_b - cur_a >= 86400:
+                yield max(cur_a, after), cur_b
+                cur_a = cur_b
             cur_b = max(cur_b, b)
             continue
         yield max(cur_a, after), cur_b
         cur_a, cur_b = a, b
         # Yielded lazily: the caller stops as soon as its gap is used up.
     yield max(cur_a, after), cur_b  # pragma: no cover - merged streams are infinite
+
+
+_WEEK = 7 * 86400
+
+
+def _weekly_open_seconds(windows: Sequence[Window]) -> int:
+    """The seconds of a week (nominal: no DST) that the union of ``windows`` is open.
+
+    Overlapping windows count their common time once. Windows in different explicit zones are
+    placed by each zone's offset at a fixed winter instant; one without a zone (the
+    scheduler's, unknown here) is placed as if in the zone of the others."""
+    reference = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
+    pieces: list[tuple[int, int]] = []
+    for w in windows:
+        offset = w._zone.utcoffset(reference) if w._zone is not None else None
+        shift = -int(offset.total_seconds()) if offset is not None else 0
+        for day in w._days:
+            a = (day * 86400 + w._start_s + shift) % _WEEK
+            b = a + w.nominal_seconds
+            if b > _WEEK:
+                pieces += [(a, _WEEK), (0, b - _WEEK)]
+            else:
+                pieces.append((a, b))
+    pieces.sort()
+    total = 0
+    cur_a, cur_b = pieces[0]
+    for a, b in pieces[1:]:
+        if a <= cur_b:
+            cur_b = max(cur_b, b)
+        else:
+            total += cur_b - cur_a
+            cur_a, cur_b = a, b
+    return total + cur_b - cur_a
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +238,7 @@ class Poisson:
     window: Window | Sequence[Window] | None = None
     _rate: float = field(init=False, repr=False, compare=False)
     _windows: tuple[Window, ...] = field(init=False, repr=False, compare=False)
+    _share: float = field(init=False, repr=False, compare=False)  # open share of the week
 
     after_finish = False
     recurring = True
@@ -234,23 +276,28 @@ class Poisson:
             object.__setattr__(self, "window", windows)
         else:
             raise TypeError(f"window must be a Window or a list of Windows, got {self.window!r}")
+        weekly = _weekly_open_seconds(windows) if windows else _WEEK
         if name == "rate":
             rate = float(value)
         elif name == "mean_interval":
             rate = 1.0 / value
         elif windows:
             open_days = set().union(*(w._days for w in windows))
-            weekly = sum(w.nominal_seconds * len(w._days) for w in windows)
             rate = value / (weekly / len(open_days))
         else:
             rate = value / 86400
-        if rate * DURATION_MOST_S < 1:
+        # The mean gap in calendar time: open time goes by at the windows' share of the week.
+        share = weekly / _WEEK
+        if rate * share * DURATION_MOST_S < 1:
             raise InvalidArgument(
                 f"{name} gives a mean gap of more than a thousand years "
-                f"({DURATION_MOST_S} seconds), got {value!r}"
+                f"({DURATION_MOST_S} seconds)"
+                + ("" if share == 1 else f" of calendar time (open {share:.2%} of it)")
+                + f", got {value!r}"
             )
         object.__setattr__(self, "_rate", rate)
         object.__setattr__(self, "_windows", windows)
+        object.__setattr__(self, "_share", share)
 
     @property
     def timebase(self) -> int:
@@ -269,8 +316,9 @@ class Poisson:
 
     def next(self, due: int, env: Env) -> int | None:
         """One exponential gap (of open time) after ``due``."""
-        # (At most a thousand years: a mean near that bound draws, rarely, a gap past any date.)
-        gap = min(env.rng.expovariate(self._rate), DURATION_MOST_S)
+        # (At most a thousand years of calendar time: a mean near that bound draws, rarely, a
+        # gap past any date.)
+        gap = min(env.rng.expovariate(self._rate), DURATION_MOST_S * self._share)
         if not self._windows:
             return due + max(1, round(gap * NS_PER_SECOND))
         return self._advance_open(due, gap, env.tz)
