@@ -14,6 +14,7 @@ from duetime import (
     FakeClock,
     FixedRate,
     JobMissed,
+    JobSkipped,
     JobState,
     Misfire,
     Scheduler,
@@ -188,6 +189,42 @@ def test_a_catch_up_occurrence_that_waited_for_a_run_in_another_thread_runs_afte
     assert [t - start for t in ran] == [45.0] * 4  # 10 s .. 40 s, all caught up now
     clock.advance(10)
     assert s.run_pending() == 1
+
+
+def test_run_all_after_a_jump_during_a_run_catches_up_from_the_oldest_missed() -> None:
+    # The 08:01 run is slow (in another thread); meanwhile the wall clock jumps ten minutes. The
+    # oldest occurrence of the backlog (08:02) meets that run still going: under RUN_ALL it
+    # waits for it, as the rest does, instead of being skipped as an overlap.
+    clock = FakeClock(FAKE_START)  # 08:00
+    s = Scheduler(clock)
+    ran: list[str] = []
+    skipped = Recorder()
+    s.subscribe(skipped, JobSkipped)
+    inside, gate = threading.Event(), threading.Event()
+
+    def job() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append(run.scheduled_time.strftime("%H:%M"))
+        if len(ran) == 1:
+            inside.set()
+            gate.wait(WAIT)
+
+    s.schedule(job, "* * * * *", misfire=Misfire.RUN_ALL)
+    clock.advance(60)
+    first = threading.Thread(target=s.run_pending)
+    first.start()
+    try:
+        assert inside.wait(WAIT)
+        clock.jump_wall(600)  # 08:11: 08:02 .. 08:10 are missed, 08:11 is on time
+        assert s.run_pending() == 0  # 08:02 waits for the 08:01 run
+    finally:
+        gate.set()
+        first.join(WAIT)
+    assert not first.is_alive()
+    assert s.run_pending() == 10
+    assert ran == [f"08:{m:02}" for m in range(1, 12)]
+    assert skipped.events == []
 
 
 def test_a_run_all_catch_up_ends_with_its_backlog_and_a_later_jump_is_bounded_again() -> None:

@@ -1733,6 +1733,17 @@ class Scheduler:
             prev_delay = None
             now_tb = mono if tb == MONOTONIC else wall
             late = now_tb - due
+            if (
+                job._running
+                and trig.recurring
+                and (opts.misfire or self._misfire) is Misfire.RUN_ALL
+                and late > (opts.grace_ns if opts.grace_ns is not None else self._grace)
+            ):
+                # The oldest of a backlog RUN_ALL catches up (the wall clock jumped while a run
+                # went on) waits for that run, as the rest of the backlog will: the overlap
+                # policy would otherwise skip it, and the catch-up would start one late.
+                job._due = due
+                return None
             if trig.recurring and not self._plan_next(job, base, tb, late, now_tb):
                 self._settle(job)
                 return None
