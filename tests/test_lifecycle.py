@@ -135,6 +135,40 @@ def test_reschedule_drops_a_blocked_occurrence() -> None:
     assert ran == []
 
 
+def test_a_run_held_by_queue_does_not_take_the_slot_of_a_run_blocked_before_it() -> None:
+    # max_concurrent=1: A (Overlap.QUEUE) runs; B, due meanwhile, is blocked; A's next fire
+    # falls due during its run and is held back. When A's run ends, B (waiting longer) starts
+    # first: the held run taking the slot every time starved B for as long as A ran late.
+    clock = FakeClock()
+    s = Scheduler(clock=clock, max_concurrent=1)
+    ran: list[tuple[str, float]] = []
+    inside, gate = threading.Event(), threading.Event()
+
+    def a() -> None:
+        ran.append(("A", clock.monotonic()))
+        if len(ran) == 1:
+            inside.set()
+            gate.wait(WAIT)
+
+    s.schedule(a, FixedRate(10), overlap=Overlap.QUEUE, id="A")
+    s.schedule(lambda: ran.append(("B", clock.monotonic())), 10, id="B")
+    clock.advance(10)
+    first = threading.Thread(target=s.run_pending)  # runs A at 10 s, which waits
+    first.start()
+    try:
+        assert inside.wait(WAIT)
+        assert s.run_pending() == 0  # B: blocked by max_concurrent
+        clock.advance(10)
+        assert s.run_pending() == 0  # A's fire at 20 s: held back by QUEUE
+        assert s.stats().blocked == 1
+    finally:
+        gate.set()
+        first.join(WAIT)
+    assert not first.is_alive()
+    assert s.run_pending() == 2
+    assert ran == [("A", 10.0), ("B", 20.0), ("A", 20.0)]
+
+
 def test_an_abandoned_run_releases_its_max_concurrent_slot() -> None:
     pool = cf.ThreadPoolExecutor(1)
     gate = threading.Event()

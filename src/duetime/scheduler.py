@@ -2170,8 +2170,11 @@ class Scheduler:
     def _after_run(self, job: Job, failed: bool) -> None:
         """A run of ``job`` is over (lock held): start what waited for it, settle the job, and
         tell the runner (and wait_idle callers)."""
-        self._release_held(job)
+        # Runs blocked by max_concurrent first: they have waited longer than a run this one
+        # held back, which would otherwise take the freed slot every time (a late-running job
+        # under Overlap.QUEUE starved the others). (Both are queued due now, in this order.)
         self._release_blocked()
+        self._release_held(job)
         self._settle(job, failed=failed)
         if self._runner is not None:
             self._runner.notify()
