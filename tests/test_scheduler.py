@@ -608,6 +608,19 @@ def test_event_contents(scheduler: Scheduler, events: Recorder) -> None:
     assert succeeded.time == succeeded.started_at == at(minutes=1)
 
 
+@pytest.mark.memory_only(
+    "a durable store names every job as it saves it, so the next id is not known"
+)
+def test_a_generated_id_never_takes_an_id_a_job_was_given(scheduler: Scheduler) -> None:
+    first = scheduler.schedule(print, 5)
+    prefix, n = first.id.rsplit("-", 1)
+    given = scheduler.schedule(print, 5, id=f"{prefix}-{int(n, 16) + 1:x}")  # the next one
+    anonymous = scheduler.schedule(print, 5)
+    assert anonymous.id not in (first.id, given.id)
+    assert scheduler.get(given.id) is given and scheduler.get(anonymous.id) is anonymous
+    assert len(scheduler) == 3
+
+
 def test_every_state_change_goes_to_logging_at_debug_as_to_listeners(
     scheduler: Scheduler, caplog: pytest.LogCaptureFixture
 ) -> None:

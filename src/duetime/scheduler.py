@@ -1592,6 +1592,10 @@ class Scheduler:
         with self._lock:
             if job._id is None:
                 job_id = self._id_prefix + format(next(self._id_counter), "x")
+                while self._store.get(job_id) is not None:
+                    # (Taken by a job given that very id: a generated id is as unique as one
+                    # given.)
+                    job_id = self._id_prefix + format(next(self._id_counter), "x")
                 self._store.name(job, job_id)
                 job._id = job_id
             return job._id
