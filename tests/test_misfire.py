@@ -51,7 +51,7 @@ def test_stalled_runner_run_once_coalesces() -> None:
     assert s.run_pending() == 1
     assert secs(ran) == [10]
     (missed,) = rec.of(JobMissed)
-    assert missed.missed == 2 and missed.exact and missed.policy == "run_once"
+    assert missed.missed == missed.count == 2 and missed.exact and missed.policy == "run_once"
     assert s.jobs()[0].next_run_time == FAKE_START + timedelta(seconds=40)
 
 

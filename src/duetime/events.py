@@ -219,6 +219,11 @@ class JobMissed(JobEvent):
     exact: bool
     policy: str
 
+    @property
+    def count(self) -> int:
+        """``missed``, by the name the issue that asked for this event gave it ("the count")."""
+        return self.missed
+
 
 @dataclass(frozen=True, slots=True)
 class JobSkipped(JobEvent):

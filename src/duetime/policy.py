@@ -213,8 +213,8 @@ def resting_state(state: JobState, *, running: int, pending: bool, failed: bool)
     SCHEDULED, and one with nothing left ends, FAILED if ``failed`` (a one-shot whose occurrence
     died: it is dead-lettered), else COMPLETED (a recurring job whose recurrence ran out ends
     COMPLETED even if its last occurrence died: that one was reported, ``JobDead``, and the job
-    went on as DESIGN says, until it had no next occurrence). A paused job stays paused while it has anything pending or running, and ends like
-    any other when nothing is left.
+    went on as DESIGN says, until it had no next occurrence). A paused job stays paused while it
+    has anything pending or running, and ends like any other when nothing is left.
     """
     if state is JobState.CANCELLED:
         return None
