@@ -315,6 +315,45 @@ def test_cancel_counts_until_the_function_starts(clock: FakeClock) -> None:
     assert calls == []
 
 
+class _QuickFirstWait(FakeClock):
+    FIRST_WAIT = 0.01
+
+
+def test_a_runner_on_a_clock_that_sleeps_through_a_fake_clock_misses_no_move() -> None:
+    # A clock of the design's three methods that passes its sleeps to a FakeClock: the runner
+    # cannot register its condition with the FakeClock ahead of its first read. The clock moves
+    # between that read and the first sleep (forced here; a race in a real test): the first
+    # sleep ends early, the runner reads the time again and runs the job.
+    fake = _QuickFirstWait(start=FAKE_START)
+    first, moved = threading.Event(), threading.Event()
+
+    class Passing:
+        def time(self) -> float:
+            return fake.time()
+
+        def monotonic(self) -> float:
+            return fake.monotonic()
+
+        def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+            if not first.is_set():
+                first.set()
+                moved.wait(WAIT)
+            fake.wait(condition, timeout)
+
+    s = Scheduler(clock=Passing())
+    ran: list[float] = []
+    s.schedule(lambda: ran.append(fake.monotonic()), 10)
+    s.start()
+    try:
+        assert first.wait(WAIT)
+        fake.advance(10)
+        moved.set()
+        until(lambda: bool(ran), what="the job the move made due")
+    finally:
+        s.shutdown()
+    assert ran == [10.0]
+
+
 def test_shutdown_waits_for_running_jobs(clock: FakeClock) -> None:
     s = Scheduler(clock=clock)
     s.start()

@@ -225,6 +225,10 @@ class FakeClock:
         '2026-01-05T08:01:30+00:00'
     """
 
+    #: Real seconds at most that the first wait on a condition the clock does not know yet
+    #: sleeps (see ``wait``).
+    FIRST_WAIT: ClassVar[float] = 0.5
+
     def __init__(self, start: float | int | datetime = 0.0) -> None:
         if isinstance(start, datetime):
             wall = datetime_to_ns(aware_datetime("start", start))
@@ -331,15 +335,19 @@ class FakeClock:
         or the scheduler wakes it (an insert, a shutdown). ``timeout`` is only consulted to return
         at once when it is already used up.
 
-        The first wait on a condition registers it (``watch``), so that every later move of the
-        clock notifies it. A move between the caller's read of the time and that first wait would
-        not: code that reads the time and then sleeps on it (duetime's runners do) calls
-        ``watch`` before its first read.
+        The clock notifies the conditions it knows (``watch``). The first wait on one it does not
+        know yet registers it and sleeps at most ``FIRST_WAIT`` real seconds: a move between the
+        caller's read of the time and that registration notified nobody, and this early return
+        (which the protocol allows) has the caller read the time again instead of sleeping
+        through it. Code that reads the time and then sleeps registers first with ``watch``
+        (duetime's runner does), and every wait of it sleeps until the clock moves.
         """
         if timeout is not None and timeout <= 0:
             return
         if condition not in self._conditions:
             self.watch(condition)
+            condition.wait(self.FIRST_WAIT)
+            return
         condition.wait()
 
     def watch(self, condition: threading.Condition) -> None:
