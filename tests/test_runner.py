@@ -5,10 +5,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import random
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -546,6 +549,52 @@ def test_process_pool_runs_picklable_functions(
         job = s.schedule(func, 0, args=(7,))
         until(lambda: job.state is JobState.COMPLETED)
     assert [e.result for e in rec.events] == [49]  # type: ignore[attr-defined]
+
+
+_PROCESS_POOL_LISTENER_STOPS = """
+import concurrent.futures as cf, multiprocessing, threading
+from duetime import FakeClock, JobSucceeded, Scheduler
+
+def wait_for(event):
+    event.wait(30)
+
+def square(x):
+    return x * x
+
+if __name__ == "__main__":
+    clock = FakeClock()
+    with multiprocessing.Manager() as manager, cf.ProcessPoolExecutor(2) as pool:
+        release = manager.Event()
+        s = Scheduler(clock=clock, executor=pool)
+        stopped = threading.Event()
+
+        def stop(event):
+            if event.result == 49:
+                s.shutdown()
+                stopped.set()
+
+        s.subscribe(stop, JobSucceeded)
+        s.schedule(wait_for, 1, args=(release,))
+        s.schedule(square, 1, args=(7,))
+        s.start()
+        clock.advance(1)
+        print("stopped" if stopped.wait(10) else "stuck", s.running, flush=True)
+        release.set()
+"""
+
+
+def test_a_listener_of_a_process_pool_outcome_may_shut_the_scheduler_down(
+    tmp_path: Path,
+) -> None:
+    # A process pool's outcomes are recorded in its management thread, which also completes its
+    # futures: a listener's shutdown() there, waiting for the slow job still running, waited
+    # for that thread, itself. (In a process of its own: that deadlock cannot be undone.)
+    script = tmp_path / "stops.py"
+    script.write_text(_PROCESS_POOL_LISTENER_STOPS)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.split() == ["stopped", "False"], done.stderr
 
 
 def first_run_waits() -> tuple[threading.Event, list[float], Callable[[], None]]:

@@ -84,7 +84,8 @@ def finish_from_process(engine: Engine, occ: Occ, fut: Any) -> None:
 
 
 # The engine whose thread runner's pool thread this is, while it runs an occurrence there (the
-# job, then its outcome's listeners); None elsewhere.
+# job, then its outcome's listeners), or whose process pool's outcome this thread records (the
+# pool's management thread); None elsewhere.
 _worker = threading.local()
 
 
@@ -409,8 +410,14 @@ class Runner(HeadWatcher):
             self._s.abandon(occ, give_back=True)
 
     def _process_done(self, occ: Occ, fut: cf.Future[Any]) -> None:
+        # (In the process pool's management thread, which completes the pool's futures: a
+        # listener of this outcome that shuts the scheduler down must not wait for them.)
         self._retire(fut)
-        finish_from_process(self._s, occ, fut)
+        _worker.engine = self._s
+        try:
+            finish_from_process(self._s, occ, fut)
+        finally:
+            _worker.engine = None
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
