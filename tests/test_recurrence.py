@@ -239,8 +239,9 @@ def test_windows_open_around_the_clock_are_a_steady_rate(windows: list[Window]) 
         [Window("09:00", "12:00"), Window("11:00", "14:00")],
         [Window("09:00", "14:00"), Window("09:00", "14:00")],
         [Window("09:00", "14:00", days="mon-fri"), Window("10:00", "11:00", days="mon")],
+        [Window("09:00", "12:00", tz="Europe/Berlin"), Window("11:00", "14:00")],
     ],
-    ids=["overlapping", "the same twice", "one inside another"],
+    ids=["overlapping", "the same twice", "one inside another", "one with a zone"],
 )
 def test_overlapping_windows_count_their_common_time_once(windows: list[Window]) -> None:
     # Their union is 09:00-14:00, open 5 h: per_day=300 is 300 in those 5 h, not fewer because

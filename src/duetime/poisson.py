@@ -188,11 +188,13 @@ def _weekly_open_seconds(windows: Sequence[Window]) -> int:
 
     Overlapping windows count their common time once. Windows in different explicit zones are
     placed by each zone's offset at a fixed winter instant; one without a zone (the
-    scheduler's, unknown here) is placed as if in the zone of the others."""
+    scheduler's, unknown here) is placed as if in the zone of the first that has one."""
     reference = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
+    others = next((w._zone for w in windows if w._zone is not None), None)
     pieces: list[tuple[int, int]] = []
     for w in windows:
-        offset = w._zone.utcoffset(reference) if w._zone is not None else None
+        zone = w._zone or others
+        offset = zone.utcoffset(reference) if zone is not None else None
         shift = -int(offset.total_seconds()) if offset is not None else 0
         for day in w._days:
             a = (day * 86400 + w._start_s + shift) % _WEEK
