@@ -7,6 +7,7 @@ import concurrent.futures as cf
 import logging
 import sys
 import threading
+from datetime import timedelta
 
 import pytest
 
@@ -17,9 +18,12 @@ from duetime import (
     FixedRate,
     JobState,
     JobSucceeded,
+    Misfire,
     Overlap,
     Scheduler,
+    current_run,
 )
+from duetime.testing import FAKE_START
 
 from .conftest import WAIT, until
 
@@ -165,8 +169,43 @@ def test_a_run_held_by_queue_does_not_take_the_slot_of_a_run_blocked_before_it()
         gate.set()
         first.join(WAIT)
     assert not first.is_alive()
-    assert s.run_pending() == 2
+    s.run_pending()  # (B may have run in the first thread already: it was due at 10 s)
     assert ran == [("A", 10.0), ("B", 20.0), ("A", 20.0)]
+
+
+def test_a_run_blocked_by_max_concurrent_starts_in_due_order_within_a_run_all_backlog() -> None:
+    # max_concurrent=1: A's 08:01 run is slow, and the wall clock jumps to 08:11 meanwhile. B
+    # (due 08:05) is blocked; A's backlog (08:02 .. 08:11) waits for the run. When it ends, B
+    # takes its place in due order, not after the whole backlog.
+    clock = FakeClock(FAKE_START)  # 08:00
+    s = Scheduler(clock=clock, max_concurrent=1)
+    ran: list[str] = []
+    inside, gate = threading.Event(), threading.Event()
+
+    def a() -> None:
+        run = current_run()
+        assert run is not None
+        ran.append("A" + run.scheduled_time.strftime("%M"))
+        if len(ran) == 1:
+            inside.set()
+            gate.wait(WAIT)
+
+    s.schedule(a, "* * * * *", misfire=Misfire.RUN_ALL, id="A")
+    s.schedule(lambda: ran.append("B"), FAKE_START + timedelta(minutes=5), id="B")
+    clock.advance(60)
+    first = threading.Thread(target=s.step)  # (one run: 08:01's, which waits)
+    first.start()
+    try:
+        assert inside.wait(WAIT)
+        clock.jump_wall(600)
+        assert s.run_pending() == 0  # B blocked, A's 08:02 held for the run going on
+        assert s.stats().blocked == 1
+    finally:
+        gate.set()
+        first.join(WAIT)
+    assert not first.is_alive()
+    s.run_pending()
+    assert ran == ["A01", "A02", "A03", "A04", "B"] + [f"A{m:02}" for m in range(5, 12)]
 
 
 def test_an_abandoned_run_releases_its_max_concurrent_slot() -> None:

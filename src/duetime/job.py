@@ -313,6 +313,7 @@ class Side:
         "key",
         "prev_delay",
         "reserved",
+        "since",
     )
 
     def __init__(
@@ -332,6 +333,9 @@ class Side:
         self.prev_delay = prev_delay
         self.reserved = reserved  # a rate-limiter token is already held for this start
         self.due: int | None = None  # monotonic due while queued (kept while paused)
+        # While blocked by max_concurrent: the monotonic time it was due, which it is queued
+        # at again when a slot frees (so it is taken in due order among what is due then).
+        self.since: int | None = None
         # _QUEUED (has a due time), _HELD (waits for the job's running run to end) or
         # _BLOCKED (waits in the store's blocked list for a max_concurrent slot).
         self.hold = _QUEUED

@@ -1196,7 +1196,11 @@ class Scheduler:
             side = self._store.next_blocked()
             if side is None:
                 return
-            self._queue_side(side, now)
+            # At the time it was due: among what is due now (a RUN_ALL backlog, queued at its
+            # own past due times; a run held back, queued now), it goes in due order.
+            since = side.since
+            side.since = None
+            self._queue_side(side, now if since is None else min(since, now))
             room -= 1
 
     def _unqueue(self, job: Job) -> None:
@@ -1819,6 +1823,7 @@ class Scheduler:
             # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
             blocked = key if type(key) is _Side else _Side(job, base, base_tb, attempt, prev_delay)
             blocked.reserved = True
+            blocked.since = min(mono, due if tb == MONOTONIC else due - wall + mono)
             self._hold_side(blocked, _BLOCKED)
             self._settle(job)
             return None
@@ -2176,7 +2181,8 @@ class Scheduler:
         tell the runner (and wait_idle callers)."""
         # Runs blocked by max_concurrent first: they have waited longer than a run this one
         # held back, which would otherwise take the freed slot every time (a late-running job
-        # under Overlap.QUEUE starved the others). (Both are queued due now, in this order.)
+        # under Overlap.QUEUE starved the others). (They are queued at the times they were
+        # due, the held run now; and, of two due at one instant, the first queued goes first.)
         self._release_blocked()
         self._release_held(job)
         self._settle(job, failed=failed)
