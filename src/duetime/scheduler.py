@@ -1477,10 +1477,10 @@ class Scheduler:
                 return
             # No runner: begin exactly this side now and run it in this thread.
             self._attach_side(side)
+            self._observed()
             if self._durable:
                 occ = self._trigger_durable(side, wall, mono)
             else:
-                self._observed()
                 occ = self._begin(side, MONOTONIC, mono, wall, mono)
             events = self._take_events()
         if events:
@@ -3738,7 +3738,8 @@ class Scheduler:
             SchedulerShutdownError: The scheduler has been shut down.
         """
         clock = self._steppable("step")
-        self._observed()
+        with self._lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
+            self._observed()
         horizon = None if until is None else self._target("until", until)
         while True:
             with self._lock:
@@ -3828,7 +3829,8 @@ class Scheduler:
         # takes the next occurrence, so an event costs one acquisition.
         count = 0
         lock = self._lock
-        self._observed()
+        with lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
+            self._observed()
         # Bound methods in a try/finally cost half of a with statement on CPython 3.11, which
         # looks up __enter__ and __exit__ on every entry.
         acquire = lock.acquire
