@@ -2969,7 +2969,7 @@ class Scheduler:
         if job._state is JobState.RUNNING and not job._running:
             job._state = JobState.SCHEDULED
         self._queue_side(side, now)
-        if self._watch:
+        if self._observed():  # (rare, and reached from a poll, before any claim refreshed it)
             self._pending_events.append(
                 JobLost(
                     job_id,
