@@ -106,9 +106,8 @@ class SteppableClock(NsClock, Protocol):
         ...
 
 
-class SecondsClock:
-    """A ``Clock`` that reads only seconds, seen as an ``NsClock`` (package-internal: the
-    Scheduler wraps such a clock in it). Sleeping is the wrapped clock's own."""
+class _View:
+    """A clock seen through another: ``inner``'s wall-clock seconds and its sleeps."""
 
     __slots__ = ("inner",)
 
@@ -116,11 +115,29 @@ class SecondsClock:
         self.inner = inner
 
     def __repr__(self) -> str:
-        return f"SecondsClock({self.inner!r})"
+        return f"{type(self).__name__}({self.inner!r})"
 
     def time(self) -> float:
         """The wrapped clock's wall-clock seconds."""
         return self.inner.time()
+
+    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
+        """Sleep as the wrapped clock sleeps."""
+        self.inner.wait(condition, timeout)
+
+    def watch(self, condition: threading.Condition) -> None:
+        """Have the wrapped clock notify ``condition`` when it moves, if it can
+        (``FakeClock.watch``)."""
+        watch = getattr(self.inner, "watch", None)
+        if watch is not None:
+            watch(condition)
+
+
+class SecondsClock(_View):
+    """A ``Clock`` that reads only seconds, seen as an ``NsClock`` (package-internal: the
+    Scheduler wraps such a clock in it). Sleeping is the wrapped clock's own."""
+
+    __slots__ = ()
 
     def monotonic(self) -> float:
         """The wrapped clock's monotonic seconds."""
@@ -133,17 +150,6 @@ class SecondsClock:
     def monotonic_ns(self) -> int:
         """The wrapped clock's monotonic seconds in nanoseconds (rounded)."""
         return round(self.inner.monotonic() * NS_PER_SECOND)
-
-    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
-        """Sleep as the wrapped clock sleeps."""
-        self.inner.wait(condition, timeout)
-
-    def watch(self, condition: threading.Condition) -> None:
-        """Have the wrapped clock notify ``condition`` when it moves, if it can
-        (``FakeClock.watch``)."""
-        watch = getattr(self.inner, "watch", None)
-        if watch is not None:
-            watch(condition)
 
 
 class SystemClock:
@@ -387,7 +393,7 @@ class FakeClock:
             callback()
 
 
-class WallAxis:
+class WallAxis(_View):
     """A view of a clock whose monotonic timebase is its wall clock (package-internal).
 
     A Scheduler on a durable store reads time through this view, so that every due time it
@@ -399,20 +405,12 @@ class WallAxis:
     Moving (``advance_ns``) and sleeping are the wrapped clock's own.
     """
 
-    __slots__ = ("inner",)
+    __slots__ = ()
+
+    inner: NsClock
 
     #: Read by recurrences that convert a wall-clock anchor: here there is nothing to convert.
     monotonic_is_wall: ClassVar[bool] = True
-
-    def __init__(self, inner: NsClock) -> None:
-        self.inner = inner
-
-    def __repr__(self) -> str:
-        return f"WallAxis({self.inner!r})"
-
-    def time(self) -> float:
-        """The wrapped clock's wall-clock seconds."""
-        return self.inner.time()
 
     def monotonic(self) -> float:
         """The wrapped clock's wall-clock seconds (this view's monotonic axis)."""
@@ -425,17 +423,6 @@ class WallAxis:
     def monotonic_ns(self) -> int:
         """The wrapped clock's wall-clock nanoseconds (this view's monotonic axis)."""
         return self.inner.time_ns()
-
-    def wait(self, condition: threading.Condition, timeout: float | None) -> None:
-        """Sleep as the wrapped clock sleeps."""
-        self.inner.wait(condition, timeout)
-
-    def watch(self, condition: threading.Condition) -> None:
-        """Have the wrapped clock notify ``condition`` when it moves, if it can
-        (``FakeClock.watch``)."""
-        watch = getattr(self.inner, "watch", None)
-        if watch is not None:
-            watch(condition)
 
     def advance_ns(self, ns: int) -> None:
         """Move the wrapped clock (which must be steppable) forward by ``ns`` nanoseconds."""
