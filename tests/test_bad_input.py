@@ -102,6 +102,9 @@ SCHEDULER_CASES: list[Case] = [
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable or a registered task name, got None"),  # type: ignore[arg-type]
     ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
     ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),
+    ("@s.scheduled without parentheses", lambda s: s.scheduled(print), TypeError, r"scheduled\(\) needs when: @s.scheduled\(when\).*got the function <built-in function print> as when"),
+    ("@s.task without parentheses", lambda s: s.task(print), TypeError, r"task\(\) takes the task's name, then decorates: write @s.task\('print'\)"),  # type: ignore[arg-type]
+    ("task name type", lambda s: s.task(5), TypeError, "name must be a str, got 5"),  # type: ignore[arg-type]
     ("when keyword, bad value", lambda s: s.schedule(print, when=-1), InvalidArgument, "when must not be negative"),
     ("step until naive", lambda s: s.step(until=NAIVE), InvalidArgument, "until must be timezone-aware"),
     ("step until type", lambda s: s.step(until="soon"), TypeError, "until must be an aware datetime or epoch seconds"),  # type: ignore[arg-type]
@@ -172,6 +175,7 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("FakeClock past the year 9999", lambda: FakeClock(start=1e300), InvalidArgument, "start must be an epoch time between the years 1 and 9999"),
     ("Scheduler tz", lambda: Scheduler(tz="Mars/Base"), InvalidArgument, "tz is not a known time zone: 'Mars/Base'"),
     ("Scheduler clock", lambda: Scheduler(clock=object()), TypeError, "clock must implement the Clock protocol"),  # type: ignore[arg-type]
+    ("Scheduler clock class", lambda: Scheduler(clock=FakeClock), TypeError, r"clock must be a clock, not a class: write clock=FakeClock\(\)"),  # type: ignore[arg-type]
     ("Scheduler rng", lambda: Scheduler(rng=1), TypeError, "rng must be a random.Random"),  # type: ignore[arg-type]
     ("Scheduler grace", lambda: Scheduler(grace=NAN), InvalidArgument, "grace must be a finite"),
     ("Scheduler max_concurrent", lambda: Scheduler(max_concurrent=0), InvalidArgument, "max_concurrent must be at least 1, got 0"),

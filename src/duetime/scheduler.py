@@ -363,6 +363,12 @@ class Scheduler:
     ) -> None:
         if clock is None:
             clock = SystemClock()
+        elif isinstance(clock, type):
+            # (The class has the protocol's methods, unbound: it passed the check below and
+            # failed at the first reading of the time.)
+            raise TypeError(
+                f"clock must be a clock, not a class: write clock={clock.__name__}(), got {clock!r}"
+            )
         elif not isinstance(clock, Clock):
             raise TypeError(
                 f"clock must implement the Clock protocol (time, monotonic, wait; and "
@@ -940,6 +946,17 @@ class Scheduler:
 
         The function is registered at decoration time and returned unchanged.
         """
+        given: object = name  # (checked: annotations are no promise at run time)
+        if not isinstance(given, str):
+            if callable(given):
+                # (@s.task without the name: the function came as the name, and would have been
+                # replaced by the decorator, registered under nothing.)
+                raise TypeError(
+                    f"task() takes the task's name, then decorates: write "
+                    f"@s.task({getattr(given, '__name__', 'name')!r}) above the function, got the "
+                    f"function {given!r} itself"
+                )
+            raise TypeError(f"name must be a str, got {given!r}")
 
         def decorate(func: F) -> F:
             self.register(name, func)
@@ -975,10 +992,13 @@ class Scheduler:
 
         The function is scheduled at decoration time and returned unchanged.
         """
-        if when is _NO_WHEN:
+        if when is _NO_WHEN or callable(when):
+            # (A callable ``when`` is @s.scheduled without its parentheses: the function came
+            # as ``when``, and would have been replaced by the decorator, scheduled never.)
+            got = "" if when is _NO_WHEN else f", got the function {when!r} as when"
             raise TypeError(
                 "scheduled() needs when: @s.scheduled(when), e.g. @s.scheduled('0 9 * * *') "
-                "for 09:00 every day or @s.scheduled(FixedRate(minutes=5))"
+                f"for 09:00 every day or @s.scheduled(FixedRate(minutes=5)){got}"
             )
 
         def decorate(func: F) -> F:
