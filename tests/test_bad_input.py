@@ -102,6 +102,7 @@ SCHEDULER_CASES: list[Case] = [
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable or a registered task name, got None"),  # type: ignore[arg-type]
     ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
     ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),
+    ("tz given to schedule", lambda s: s.schedule(print, "0 9 * * *", tz="Europe/Berlin"), TypeError, r"tz belongs to the trigger, which is when: Cron\(\.\.\., tz=\.\.\.\)"),  # type: ignore[call-arg]
     ("@s.scheduled without parentheses", lambda s: s.scheduled(print), TypeError, r"scheduled\(\) needs when: @s.scheduled\(when\).*got the function <built-in function print> as when"),
     ("@s.task without parentheses", lambda s: s.task(print), TypeError, r"task\(\) takes the task's name, then decorates: write @s.task\('print'\)"),  # type: ignore[arg-type]
     ("task name type", lambda s: s.task(5), TypeError, "name must be a str, got 5"),  # type: ignore[arg-type]

@@ -50,6 +50,7 @@ _TRIGGER_KEYWORDS = {
     "start_date": "FixedRate(..., start=datetime) or Cron(..., start=datetime)",
     "end_date": "Cron(..., end=datetime)",
     "timezone": "Cron(..., tz=...) or Scheduler(tz=...)",
+    "tz": "Cron(..., tz=...) or Scheduler(tz=...)",
     "year": "not a cron field: bound the years with Cron(..., start=..., end=...)",
     "week": "not a cron field: Cron's day_of_week with a #n or a start=/end= bound",
 }
