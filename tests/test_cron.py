@@ -368,3 +368,12 @@ def test_a_cron_copies_and_pickles() -> None:
     for other in (copy.deepcopy(cron), pickle.loads(pickle.dumps(cron)), copy.copy(cron)):
         assert other == cron
         assert fire_times(other, after, 3) == fire_times(cron, after, 3)
+
+
+def test_a_zone_given_by_name_or_as_a_zoneinfo_is_one_zone() -> None:
+    # (A store keeps the name: the trigger read back must equal the one scheduled.)
+    by_name = Cron("0 9 * * *", tz="Europe/Berlin")
+    as_zone = Cron("0 9 * * *", tz=ZoneInfo("Europe/Berlin"))
+    assert by_name == as_zone and hash(by_name) == hash(as_zone)
+    assert by_name != Cron("0 9 * * *", tz="Europe/Paris")
+    assert Cron("0 9 * * *", tz=timezone.utc) != by_name

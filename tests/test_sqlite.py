@@ -28,6 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import settings
@@ -145,8 +146,11 @@ WHENS: list[Any] = [
     FixedRate(minutes=5, start=T0 + timedelta(minutes=1)),
     FixedDelay(60, initial_delay=5),
     Cron("30 9 * * mon-fri", tz="Europe/Berlin"),
+    # (A zone object comes back as its name: the trigger still equals the one scheduled.)
+    Cron("30 9 * * mon-fri", tz=ZoneInfo("Europe/Berlin")),
     Cron("0 0 L * *"),
     Poisson(per_day=300, window=Window("09:00", "17:00", days="mon-fri", tz="Europe/Berlin")),
+    Poisson(per_day=30, window=Window("09:00", "17:00", tz=ZoneInfo("America/New_York"))),
 ]
 
 

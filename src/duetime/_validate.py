@@ -136,6 +136,14 @@ def zone(name: str, value: object) -> tzinfo:
         ) from exc
 
 
+def zone_key(tz: object) -> object:
+    """What a zone given to a recurrence compares by: its IANA name where it has one (so that
+    ``"Europe/Berlin"`` and ``ZoneInfo("Europe/Berlin")`` are one zone, and a trigger read back
+    from a store, which keeps the name, equals the one scheduled), else the tzinfo itself."""
+    key = getattr(tz, "key", None)
+    return key if isinstance(key, str) else tz
+
+
 def _zone_hint(value: str) -> str:
     """``"; did you mean ...?"`` naming the nearest real zones, or ``""``.
 

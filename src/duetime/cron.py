@@ -33,7 +33,14 @@ from functools import partial
 from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 from duetime import _foreign
-from duetime._validate import NS_PER_SECOND, aware_datetime, datetime_to_ns, integer, zone
+from duetime._validate import (
+    NS_PER_SECOND,
+    aware_datetime,
+    datetime_to_ns,
+    integer,
+    zone,
+    zone_key,
+)
 from duetime.errors import InvalidArgument
 from duetime.recurrence import WALL, Env, _skip_by_walking
 
@@ -123,7 +130,7 @@ class Cron:
     """
 
     expr: str = ""
-    tz: str | tzinfo | None = None
+    tz: str | tzinfo | None = field(default=None, compare=False)  # (compared as _tz_key)
     start: datetime | None = None
     end: datetime | None = None
     second: int | str | None = field(default=None, kw_only=True, repr=False, compare=False)
@@ -135,6 +142,7 @@ class Cron:
     _fields: str = field(init=False, repr=False, compare=False)
     _parts: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _zone: tzinfo | None = field(init=False, repr=False, compare=False)
+    _tz_key: object = field(init=False, repr=False)
     _wildcard: bool = field(init=False, repr=False, compare=False)
     _start_s: int | None = field(init=False, repr=False, compare=False)
     _end_s: int | None = field(init=False, repr=False, compare=False)
@@ -188,6 +196,7 @@ class Cron:
         # 02:00 as `* 2 * * *` does.)
         set_(self, "_wildcard", minute.startswith(("*", "?")) or hour.startswith(("*", "?")))
         set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
+        set_(self, "_tz_key", zone_key(self.tz))
         start_s = end_s = None
         if self.start is not None:
             start_s = -(-datetime_to_ns(aware_datetime("start", self.start)) // NS_PER_SECOND)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
-from duetime._validate import DURATION_MOST_S, NS_PER_SECOND, positive_number, zone
+from duetime._validate import DURATION_MOST_S, NS_PER_SECOND, positive_number, zone, zone_key
 from duetime.errors import InvalidArgument
 from duetime.recurrence import MONOTONIC, WALL, Env, _skip_by_walking
 
@@ -107,11 +107,12 @@ class Window:
     start: str | time
     end: str | time
     days: str | Sequence[int] | None = None
-    tz: str | tzinfo | None = None
+    tz: str | tzinfo | None = field(default=None, compare=False)  # (compared as _tz_key)
     _start_s: int = field(init=False, repr=False, compare=False)
     _end_s: int = field(init=False, repr=False, compare=False)
     _days: frozenset[int] = field(init=False, repr=False, compare=False)
     _zone: tzinfo | None = field(init=False, repr=False, compare=False)
+    _tz_key: object = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -130,6 +131,7 @@ class Window:
         set_(self, "_end_s", end if end > start else end + 86400)
         set_(self, "_days", _parse_days(self.days))
         set_(self, "_zone", None if self.tz is None else zone("tz", self.tz))
+        set_(self, "_tz_key", zone_key(self.tz))
 
     @property
     def nominal_seconds(self) -> int:
