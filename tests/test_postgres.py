@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import secrets
 import signal
 import threading
 import time
@@ -115,6 +116,24 @@ def test_the_schema_is_created_on_first_use_under_any_name(
     t.shutdown()
 
 
+def test_the_longest_schema_name_schedules_and_wakes_a_worker(pg_database: str) -> None:
+    # 63 bytes: "duetime:" and the name would pass the 63 bytes a NOTIFY channel may have.
+    longest = "s" * 56 + secrets.token_hex(3) + "x"
+    assert len(longest) == 63
+    started = threading.Event()
+    worker = Scheduler(store=PostgresStore(pg_database, schema=longest, poll_interval=3600))
+    worker.register("go", started.set)
+    worker.start()
+    producer = Scheduler(store=PostgresStore(pg_database, schema=longest))
+    producer.register("go", started.set)
+    try:
+        producer.schedule("go", 0, id="now")
+        assert started.wait(10.0)  # (woken by the notification: the poll is an hour away)
+    finally:
+        producer.shutdown()
+        worker.shutdown()
+
+
 def test_text_postgresql_cannot_store_is_refused_as_bad_input(pg_store: StoreMaker) -> None:
     s = Scheduler(FakeClock(T0), store=pg_store())
     s.register("print", print)
@@ -201,6 +220,10 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
         PostgresStore(5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="schema must be a PostgreSQL name"):
         PostgresStore(pg_database, schema="")
+    with pytest.raises(InvalidArgument, match=r"schema must not start with 'pg_'.*got 'pg_jobs'"):
+        PostgresStore(pg_database, schema="pg_jobs")
+    with pytest.raises(InvalidArgument, match="schema must not start with 'pg_'"):
+        Scheduler(store=f"{pg_database}?schema=pg_temp")
     with pytest.raises(InvalidArgument, match="poll_interval must be positive"):
         PostgresStore(pg_database, poll_interval=0)
     with pytest.raises(InvalidArgument, match="connect_timeout must be positive"):

@@ -43,6 +43,7 @@ psycopg 3 is imported when a store is opened, never by ``import duetime``
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import random
@@ -419,6 +420,16 @@ def missing_database(exc: BaseException | None) -> bool:
     return state == "3D000" or ("database" in low and "does not exist" in low)
 
 
+def _channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of a schema's stores: ``duetime:<schema>``, or, past the 63
+    bytes PostgreSQL allows a channel name (a schema of 56 bytes or more), ``duetime#`` and a
+    digest of the schema name (every process computes the same)."""
+    channel = f"duetime:{schema}"
+    if len(channel.encode()) <= 63:
+        return channel
+    return "duetime#" + hashlib.sha256(schema.encode()).hexdigest()[:32]
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -554,6 +565,11 @@ class PostgresStore(SQLStore):
             raise InvalidArgument(
                 f"schema must be a PostgreSQL name of 1 to 63 bytes without NUL, got {schema!r}"
             )
+        if schema.startswith("pg_"):
+            raise InvalidArgument(
+                f"schema must not start with 'pg_' (PostgreSQL keeps such names for its own "
+                f"schemas), got {schema!r}"
+            )
         super().__init__(_quote(schema) + ".", retention)
         self.dsn = dsn
         self.schema = schema
@@ -562,7 +578,7 @@ class PostgresStore(SQLStore):
             duration_ns("connect_timeout", connect_timeout, allow_zero=False) / NS_PER_SECOND
         )
         _check_dsn(dsn)
-        self._channel = f"duetime:{schema}"
+        self._channel = _channel(schema)
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = True
         self._down_until = 0.0  # real monotonic time before which no reconnect is tried
