@@ -2045,6 +2045,20 @@ def test_a_dead_letter_retried_after_a_restart_runs(open_scheduler: Opener, call
     assert len(calls.keys) == 2 and calls.keys[1] != calls.keys[0]
 
 
+def test_a_retried_dead_letter_reads_back_at_attempt_zero(open_scheduler: Opener) -> None:
+    # It ran once (runs 1) and starts again from nothing: after a restart it is at attempt 0
+    # still, as in memory, not at the 1 a job that has run is taken to be at.
+    s = open_scheduler()
+    s.schedule("fail", 5, id="bad", retry=NoRetry())
+    s.run_for(10)
+    s.retry_failed("bad")
+    before = s.get("bad")
+    assert before is not None and (before.attempt, before.runs) == (0, 1)
+    s.shutdown()
+    after = open_scheduler().get("bad")
+    assert after is not None and (after.attempt, after.runs) == (0, 1)
+
+
 def test_retry_failed_refuses_an_id_another_process_has_taken(
     open_scheduler: Opener, calls: Calls
 ) -> None:
