@@ -1140,6 +1140,17 @@ def test_backfilled_fires_survive_a_restart_and_are_not_run_twice(
     assert len(set(calls.keys)) == 6
 
 
+def test_fires_of_separate_backfills_run_oldest_first(open_scheduler: Opener, calls: Calls) -> None:
+    s = open_scheduler()
+    s.schedule("record", "0 * * * *", id="h")
+    later = s.backfill("h", T0 - timedelta(hours=3), T0)
+    s.shutdown()
+    t = open_scheduler()  # (the first backfill's fires are read back at the restart)
+    earlier = t.backfill("h", T0 - timedelta(hours=6), T0 - timedelta(hours=3))
+    assert t.run_pending() == 6
+    assert calls.keys == sorted(earlier + later)
+
+
 def test_fires_backfilled_in_another_process_run_in_the_one_that_learns_of_them(
     open_scheduler: Opener, calls: Calls, clock: FakeClock
 ) -> None:

@@ -2860,10 +2860,12 @@ class Scheduler:
                 self._queue_side(_Side(job, due, MONOTONIC, attempt + 1, None, False, key), retry)
 
     def _queue_fire(self, job: Job, key: str, due: int, now: int) -> None:
-        """Queue, due ``now``, a fire recorded as queued in the store's runs (a backfill)."""
+        """Queue a fire recorded as queued in the store's runs (a backfill), due now: at its
+        own time if that is past, so that fires enqueued by separate backfills (or before a
+        restart) run oldest first, as one backfill's do."""
         side = _Side(job, due, MONOTONIC, 1, None, False, key)
         side.claimed = 2  # kept in the store's runs, not in the job's row
-        self._queue_side(side, now)
+        self._queue_side(side, min(due, now))
 
     def _refresh(self) -> None:
         """Read other processes' changes to the jobs (takes the lock): PostgreSQL's listening
