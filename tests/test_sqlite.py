@@ -2477,6 +2477,26 @@ def test_a_newer_schema_is_refused(db: Path) -> None:
         Scheduler(FakeClock(), store=SQLiteStore(db))
 
 
+@pytest.mark.parametrize("args", ["[1, 2]", "not json"], ids=["wrong shape", "not JSON"])
+def test_a_row_that_cannot_be_read_is_skipped_with_a_warning(
+    db: Path, args: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = Scheduler(FakeClock(T0), store=SQLiteStore(db))
+    s.register("print", print)
+    for id in ("bad", "good"):
+        s.schedule("print", 3600, id=id)
+    s.shutdown()
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("UPDATE duetime_jobs SET args = ? WHERE id = 'bad'", (args,))
+        conn.commit()
+    t = Scheduler(FakeClock(T0), store=SQLiteStore(db))
+    try:
+        assert [job.id for job in t.jobs()] == ["good"]
+    finally:
+        t.shutdown()
+    assert "job 'bad' in the store cannot be loaded here" in caplog.text
+
+
 def test_a_corrupt_file_is_refused_with_advice(db: Path) -> None:
     db.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match=r"jobs\.db.*corrupt or not a SQLite database"):

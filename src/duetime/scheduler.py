@@ -2776,7 +2776,7 @@ class Scheduler:
             _durable.apply_row(job, row, self._resolve)
             if type(job.func) is not MissingTask:
                 self._name_task(job, row.task)
-        except (ValueError, KeyError) as exc:  # (InvalidArgument is a ValueError)
+        except (ValueError, KeyError, TypeError) as exc:  # (InvalidArgument is a ValueError)
             logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
             if not fresh:
                 self._drop_local(job)
