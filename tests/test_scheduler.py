@@ -8,7 +8,7 @@ import sys
 import threading
 import typing
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -619,6 +619,23 @@ def test_a_generated_id_never_takes_an_id_a_job_was_given(scheduler: Scheduler) 
     assert anonymous.id not in (first.id, given.id)
     assert scheduler.get(given.id) is given and scheduler.get(anonymous.id) is anonymous
     assert len(scheduler) == 3
+
+
+def test_each_trigger_at_one_instant_has_a_key_of_its_own(scheduler: Scheduler) -> None:
+    # The clock does not move: the second trigger() takes the next microsecond's key, in
+    # memory as on a durable store (a job using the key to stay idempotent runs both).
+    keys: list[str] = []
+
+    def record() -> None:
+        run = current_run()
+        assert run is not None
+        keys.append(run.key)
+
+    scheduler.schedule(record, FixedRate(3600), id="t")
+    scheduler.trigger("t")
+    scheduler.trigger("t")
+    base = "t@trigger-" + scheduler.clock.now().astimezone(timezone.utc).isoformat()  # type: ignore[attr-defined]
+    assert keys == [base, base.replace("+00:00", ".000001+00:00")]
 
 
 def test_every_state_change_goes_to_logging_at_debug_as_to_listeners(

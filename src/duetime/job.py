@@ -363,6 +363,7 @@ class _Extras:
         "opts",
         "sides",
         "task",
+        "triggered",
     )
 
     def __init__(self) -> None:
@@ -382,6 +383,9 @@ class _Extras:
         # Bumped when the job is given a new schedule while occurrences of it are taken (in an
         # executor's queue, say): those never start (Occ's last field).
         self.gen = 0
+        # The microsecond (since the epoch) whose fire key the last trigger() took, in memory:
+        # a second trigger() in that microsecond or before takes the next one's.
+        self.triggered: int | None = None
 
 
 class Run:

@@ -1482,8 +1482,19 @@ class Scheduler:
                 self._store.insert_pending()  # type: ignore[attr-defined]
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            key = self._free_trigger_key(job, wall) if self._durable else None
-            side = _Side(job, wall, WALL, 1, key=key or self._trigger_key(job, wall))
+            if self._durable:
+                key = self._free_trigger_key(job, wall)
+            else:
+                # (Each trigger() asks for a run of its own, with a key of its own: a second one
+                # at the same instant, as on a fake clock that has not moved, takes the next
+                # microsecond's, as a durable store's does.)
+                x = job._extras()
+                us = wall // 1000  # (a key's precision)
+                if x.triggered is not None and us <= x.triggered:
+                    us = x.triggered + 1
+                x.triggered = us
+                key = self._trigger_key(job, us * 1000)
+            side = _Side(job, wall, WALL, 1, key=key)
             if (
                 self._runner is not None
                 or job._state is JobState.PAUSED
