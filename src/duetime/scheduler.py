@@ -151,6 +151,7 @@ else:  # pragma: no cover
 __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
 
 logger = logging.getLogger("duetime")
+_log_enabled = logger.isEnabledFor  # (bound once: schedule()'s quick path asks it per call)
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=RunnerLike)
@@ -649,7 +650,13 @@ class Scheduler:
         lock = self._lock
         lock.acquire()
         try:
-            if self._shutdown or self._runner is not None or self._observed() or self._durable:
+            if (
+                self._shutdown
+                or self._runner is not None
+                or self._listeners
+                or self._durable
+                or _log_enabled(logging.DEBUG)  # (events go to the log: _observed)
+            ):
                 plain = False  # handed to _schedule below, once the lock is released:
                 # its listeners must not run with the lock held.
             else:
