@@ -128,6 +128,32 @@ def test_a_clock_of_seconds_only_drives_a_scheduler() -> None:
     assert ran == [clock.fake.time()]
 
 
+def test_a_class_of_static_methods_is_a_clock_and_a_plain_class_is_refused() -> None:
+    class Static:
+        @staticmethod
+        def time() -> float:
+            return 1_000_000.0
+
+        @staticmethod
+        def monotonic() -> float:
+            return 5.0
+
+        @staticmethod
+        def wait(condition: threading.Condition, timeout: float | None) -> None:
+            condition.wait(timeout)
+
+    s = Scheduler(clock=Static)
+    try:
+        job = s.schedule(print, 10)
+        assert job.next_run_time == datetime.fromtimestamp(1_000_010, timezone.utc)
+    finally:
+        s.shutdown()
+    with pytest.raises(
+        TypeError, match=r"clock must be a clock, not a class: write clock=SecondsOnly\(\)"
+    ):
+        Scheduler(clock=SecondsOnly)  # type: ignore[arg-type]
+
+
 def test_system_clock_reads_real_time() -> None:
     import time
 

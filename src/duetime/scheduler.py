@@ -26,6 +26,7 @@ it). A durable store will need them to take the general path (docs/decisions.md)
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import json
 import logging
@@ -364,7 +365,9 @@ class Scheduler:
     ) -> None:
         if clock is None:
             clock = SystemClock()
-        elif isinstance(clock, type):
+        elif isinstance(clock, type) and not isinstance(
+            inspect.getattr_static(clock, "time", None), (staticmethod, classmethod)
+        ):
             # (The class has the protocol's methods, unbound: it passed the check below and
             # failed at the first reading of the time.)
             raise TypeError(
@@ -1497,8 +1500,11 @@ class Scheduler:
                 # microsecond's, as a durable store's does.)
                 x = job._extras()
                 us = wall // 1000  # (a key's precision)
-                if x.triggered is not None and us <= x.triggered:
-                    us = x.triggered + 1
+                last = x.triggered
+                if last is not None and last - 1_000_000 < us <= last:
+                    # (Within a second before the last one's key: the clock has not moved, or
+                    # barely. Stepped back further, the key is now's.)
+                    us = last + 1
                 x.triggered = us
                 key = self._trigger_key(job, us * 1000)
             side = _Side(job, wall, WALL, 1, key=key)
@@ -1880,7 +1886,9 @@ class Scheduler:
         if attempt != 1 or job._x is not None:
             job._extras().attempt = attempt
         late = (mono if tb else wall) - due
-        if late > 0:
+        if late > 0 and (type(key) is Job or key.claimed != 2):
+            # (Not a fire a backfill enqueued, queued at its own, long past, time: it is late
+            # by design, and would swamp the figure.)
             self._stats.record_late(late)
         x = job._x
         return (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
