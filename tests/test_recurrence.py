@@ -254,6 +254,23 @@ def test_overlapping_windows_count_their_common_time_once(windows: list[Window])
     assert abs(statistics.fmean(days.values()) - 300) / 300 < 0.05
 
 
+@pytest.mark.parametrize("tz", ["UTC", "Asia/Tokyo"])
+def test_a_window_without_a_zone_beside_one_with_a_zone_keeps_the_daily_target(tz: str) -> None:
+    # The zoneless window is in the scheduler's zone: in UTC the two are apart (16 h open), in
+    # Tokyo the same hours (8 h): per_day=100 holds in both.
+    rec = Poisson(
+        per_day=100, window=[Window("09:00", "17:00"), Window("09:00", "17:00", tz="Asia/Tokyo")]
+    )
+    e = env(3, datetime(2026, 1, 5, tzinfo=timezone.utc), tz=tz)
+    end = int(datetime(2026, 3, 6, tzinfo=timezone.utc).timestamp()) * 10**9  # 60 days
+    count = 0
+    due = rec.first(e)
+    while due is not None and due < end:
+        count += 1
+        due = rec.next(due, e)
+    assert abs(count / 60 - 100) / 100 < 0.05
+
+
 def test_a_rate_whose_mean_gap_is_a_thousand_years_of_calendar_time_is_refused() -> None:
     # A minute a day at one arrival per 10**10 open seconds: 460 000 years between arrivals.
     with pytest.raises(InvalidArgument, match=r"of calendar time \(open 0.07% of it\)"):

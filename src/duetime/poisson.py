@@ -185,14 +185,15 @@ def _open_intervals(windows: Sequence[Window], after: int, tz: tzinfo) -> Iterat
 _WEEK = 7 * 86400
 
 
-def _weekly_open_seconds(windows: Sequence[Window]) -> int:
+def _weekly_open_seconds(windows: Sequence[Window], tz: tzinfo | None = None) -> int:
     """The seconds of a week (nominal: no DST) that the union of ``windows`` is open.
 
-    Overlapping windows count their common time once. Windows in different explicit zones are
-    placed by each zone's offset at a fixed winter instant; one without a zone (the
-    scheduler's, unknown here) is placed as if in the zone of the first that has one."""
+    Overlapping windows count their common time once. Windows in different zones are placed by
+    each zone's offset at a fixed winter instant; one without a zone is placed in ``tz`` (the
+    scheduler's), or, where that is not known yet, as if in the zone of the first that has
+    one."""
     reference = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
-    others = next((w._zone for w in windows if w._zone is not None), None)
+    others = tz or next((w._zone for w in windows if w._zone is not None), None)
     pieces: list[tuple[int, int]] = []
     for w in windows:
         zone = w._zone or others
@@ -243,6 +244,10 @@ class Poisson:
     _rate: float = field(init=False, repr=False, compare=False)
     _windows: tuple[Window, ...] = field(init=False, repr=False, compare=False)
     _share: float = field(init=False, repr=False, compare=False)  # open share of the week
+    # Windows with a zone and windows without one: the open time of their union, and so the
+    # rate and the share, depend on the scheduler's zone, known only when the job is placed.
+    _mixed: bool = field(init=False, repr=False, compare=False)
+    _in_zone: dict[object, tuple[float, float]] = field(init=False, repr=False, compare=False)
 
     after_finish = False
     recurring = True
@@ -302,6 +307,25 @@ class Poisson:
         object.__setattr__(self, "_rate", rate)
         object.__setattr__(self, "_windows", windows)
         object.__setattr__(self, "_share", share)
+        zoned = {w._zone is not None for w in windows}
+        object.__setattr__(self, "_mixed", len(zoned) == 2)
+        object.__setattr__(self, "_in_zone", {})
+
+    def _rate_in(self, tz: tzinfo) -> tuple[float, float]:
+        """The rate (per open second) and the open share of the week with the scheduler's zone
+        ``tz`` (only windows of mixed zones depend on it)."""
+        if not self._mixed:
+            return self._rate, self._share
+        key = zone_key(tz)
+        found = self._in_zone.get(key)
+        if found is None:
+            weekly = _weekly_open_seconds(self._windows, tz)
+            rate = self._rate
+            if self.per_day is not None:
+                open_days = set().union(*(w._days for w in self._windows))
+                rate = self.per_day / (weekly / len(open_days))
+            found = self._in_zone[key] = (rate, weekly / _WEEK)
+        return found
 
     @property
     def timebase(self) -> int:
@@ -322,7 +346,8 @@ class Poisson:
         """One exponential gap (of open time) after ``due``."""
         # (At most a thousand years of calendar time: a mean near that bound draws, rarely, a
         # gap past any date.)
-        gap = min(env.rng.expovariate(self._rate), DURATION_MOST_S * self._share)
+        rate, share = self._rate_in(env.tz)
+        gap = min(env.rng.expovariate(rate), DURATION_MOST_S * share)
         if not self._windows:
             return due + max(1, round(gap * NS_PER_SECOND))
         return self._advance_open(due, gap, env.tz)
