@@ -2492,7 +2492,12 @@ def test_a_row_that_cannot_be_read_is_skipped_with_a_warning(
         conn.execute("UPDATE duetime_jobs SET args = ? WHERE id = 'bad'", (args,))
         conn.commit()
     t = Scheduler(FakeClock(T0), store=SQLiteStore(db))
+    t.register("print", print)
     try:
+        assert [job.id for job in t.jobs()] == ["good"]
+        # Its id stays taken; replace=True cannot read the job to replace it, and says so.
+        with pytest.raises(ConflictingIdError, match=r"cannot load .* so it cannot replace it"):
+            t.schedule("print", 10, id="bad", replace=True)
         assert [job.id for job in t.jobs()] == ["good"]
     finally:
         t.shutdown()

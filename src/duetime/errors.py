@@ -48,15 +48,20 @@ class JobLookupError(DuetimeError, KeyError):
 
 
 class ConflictingIdError(DuetimeError, ValueError):
-    """A job with this id is already scheduled and ``replace=True`` was not given.
+    """A job with this id is already scheduled and ``replace=True`` was not given (or the job a
+    durable store holds under it cannot be read here, so it cannot be replaced from here).
 
     Args:
         job_id: The id that is already in use.
+        why: What stands in the way, when it is not the usual (then the message says to pass
+            ``replace=True``).
     """
 
-    def __init__(self, job_id: Any) -> None:
+    def __init__(self, job_id: Any, why: str | None = None) -> None:
         self.job_id = job_id
-        super().__init__(f"id {job_id!r} is already scheduled; pass replace=True to reschedule it")
+        if why is None:
+            why = "pass replace=True to reschedule it"
+        super().__init__(f"id {job_id!r} is already scheduled; {why}")
 
 
 class SchedulerShutdownError(DuetimeError, RuntimeError):

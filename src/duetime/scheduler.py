@@ -829,8 +829,18 @@ class Scheduler:
                         # Another process added this id since this one looked (copies of an
                         # application declaring the same job at start-up): with replace, take
                         # its job in and give it these parameters.
-                        if not replace or id is None or not self._take_in(id):
+                        if not replace or id is None:
                             raise
+                        if not self._take_in(id):
+                            if not self._unloadable(id):
+                                raise
+                            raise ConflictingIdError(
+                                id,
+                                "the store holds a job under it that this process cannot "
+                                "load (the warning logged when it was read says why), so it "
+                                "cannot replace it: replace it from a process that can load "
+                                "it, or cancel it there",
+                            ) from None
                         return self._schedule(
                             func if task_name is None else task_name,
                             when,
@@ -2700,6 +2710,15 @@ class Scheduler:
             return False
         self._restore(None, row, self._clock.time_ns())
         return self._store.get(id) is not None
+
+    def _unloadable(self, id: str) -> bool:
+        """Whether the store holds live job ``id``, which ``_take_in`` could not load here
+        (lock held)."""
+        try:
+            row = self._store.load_row(id)  # type: ignore[attr-defined]
+        except StoreError:
+            return False
+        return row is not None and row.state not in ENDED_STATES
 
     def _drop_local(self, job: Job) -> None:
         self._unqueue(job)
