@@ -179,7 +179,7 @@ class _Interval:
     _spec: tuple[tuple[str, Any], ...]
 
     #: The positional form's name in messages, and whether zero is an interval.
-    _positional: ClassVar[str] = "seconds"
+    _positional: ClassVar[str] = "interval"
     _allow_zero: ClassVar[bool] = False
 
     def _set_interval(self, interval: Any, *units: Any) -> None:
@@ -192,7 +192,7 @@ class _Interval:
                     f"{type(self).__name__}() takes an interval either positionally or as "
                     f"keywords ({', '.join(given)}), not both: got {interval!r}"
                 )
-            # The positional form is named 'seconds' (or 'delay') in messages.
+            # (Messages name the positional form as the signature does: interval, or delay.)
             ns = duration_ns(self._positional, interval, allow_zero=self._allow_zero)
             spec: tuple[tuple[str, Any], ...] = (("", interval),)
         elif not given:
