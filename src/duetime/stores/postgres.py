@@ -303,9 +303,6 @@ _SETTLE_MANY = (
     "(SELECT array_agg(rev) FROM j WHERE same)"
 )
 
-# The states of ended jobs as a SQL list (constants of this module, not input).
-_ENDED_SQL = "(" + ", ".join(f"'{state}'" for state in ENDED_STATES) + ")"
-
 # A new job in one statement (one round trip, its own transaction): insert its row unless a
 # live job has the id (an ended job's row is replaced), and notify. Answers (rev or NULL if the
 # id is taken, notified).
@@ -331,7 +328,7 @@ _CHANGES = (
     + ", ".join(
         f"j.{column}"
         if column in ("id", "state", "rev")
-        else f"CASE WHEN j.state NOT IN {_ENDED_SQL} THEN j.{column} END"
+        else f"CASE WHEN {still_live('j')} THEN j.{column} END"
         for column in READ_COLUMNS.split(", ")
     )
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
