@@ -829,18 +829,8 @@ class Scheduler:
                         # Another process added this id since this one looked (copies of an
                         # application declaring the same job at start-up): with replace, take
                         # its job in and give it these parameters.
-                        if not replace or id is None:
+                        if not replace or id is None or not self._take_in(id):
                             raise
-                        if not self._take_in(id):
-                            if not self._unloadable(id):
-                                raise
-                            raise ConflictingIdError(
-                                id,
-                                "the store holds a job under it that this process cannot "
-                                "load (the warning logged when it was read says why), so it "
-                                "cannot replace it: replace it from a process that can load "
-                                "it, or cancel it there",
-                            ) from None
                         return self._schedule(
                             func if task_name is None else task_name,
                             when,
@@ -2701,7 +2691,11 @@ class Scheduler:
             raise ConflictingIdError(taken[0])
 
     def _take_in(self, id: str) -> bool:
-        """Load live job ``id`` from the store into memory (lock held); whether it was there."""
+        """Load live job ``id`` from the store into memory (lock held); whether it was there.
+
+        Raises:
+            ConflictingIdError: The store holds it live, but it cannot be loaded here.
+        """
         try:
             row = self._store.load_row(id)  # type: ignore[attr-defined]
         except StoreError:
@@ -2709,16 +2703,14 @@ class Scheduler:
         if row is None or row.state in ENDED_STATES:
             return False
         self._restore(None, row, self._clock.time_ns())
-        return self._store.get(id) is not None
-
-    def _unloadable(self, id: str) -> bool:
-        """Whether the store holds live job ``id``, which ``_take_in`` could not load here
-        (lock held)."""
-        try:
-            row = self._store.load_row(id)  # type: ignore[attr-defined]
-        except StoreError:
-            return False
-        return row is not None and row.state not in ENDED_STATES
+        if self._store.get(id) is None:
+            raise ConflictingIdError(
+                id,
+                "the store holds a job under it that this process cannot load (the warning "
+                "logged when it was read says why), so it cannot replace it: replace it from a "
+                "process that can load it, or cancel it there",
+            )
+        return True
 
     def _drop_local(self, job: Job) -> None:
         self._unqueue(job)
