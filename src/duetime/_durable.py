@@ -265,8 +265,8 @@ def apply_row(
         x.failures = row.failures
         x.last_error = parse_error(row.last_error)
         x.catchup = row.catchup
-    # (Kept in the extras when it is not what Job.attempt infers: a dead letter queued again
-    # by retry_failed has run once and is at attempt 0.)
-    inferred = 1 if row.runs or job._running else 0
-    if row.attempt != inferred or (job._x is not None and job._x.attempt is not None):
+    # (Kept in the extras when it is not what Job.attempt says, which is what it infers from
+    # the runs or the attempt kept before: a dead letter queued again by retry_failed has run
+    # once and is at attempt 0.)
+    if row.attempt != job.attempt:
         job._extras().attempt = row.attempt
