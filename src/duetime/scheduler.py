@@ -309,6 +309,14 @@ def _dead_id(id: object, host: object) -> str:
     raise TypeError(f"id must be a str, a Job or a FailedJob, got {id!r}")
 
 
+def _check_task_name(name: object) -> None:
+    """Refuse what cannot be a task name (``register``, ``task``)."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {name!r}")
+    if not name:
+        raise InvalidArgument("name must not be empty")
+
+
 class Scheduler:
     """Runs callables at the right time: by hand on a FakeClock, or on its own thread.
 
@@ -925,10 +933,7 @@ class Scheduler:
             TypeError: ``name`` is not a str or ``func`` is not callable.
             InvalidArgument: ``name`` is empty, or taken by another function.
         """
-        if not isinstance(name, str):
-            raise TypeError(f"name must be a str, got {name!r}")
-        if not name:
-            raise InvalidArgument("name must not be empty")
+        _check_task_name(name)
         if not callable(func):
             raise TypeError(f"func must be callable, got {func!r}")
         with self._lock:
@@ -956,17 +961,15 @@ class Scheduler:
 
         The function is registered at decoration time and returned unchanged.
         """
-        given: object = name  # (checked: annotations are no promise at run time)
-        if not isinstance(given, str):
-            if callable(given):
-                # (@s.task without the name: the function came as the name, and would have been
-                # replaced by the decorator, registered under nothing.)
-                raise TypeError(
-                    f"task() takes the task's name, then decorates: write "
-                    f"@s.task({getattr(given, '__name__', 'name')!r}) above the function, got the "
-                    f"function {given!r} itself"
-                )
-            raise TypeError(f"name must be a str, got {given!r}")
+        if callable(name):
+            # (@s.task without the name: the function came as the name, and would have been
+            # replaced by the decorator, registered under nothing.)
+            raise TypeError(
+                f"task() takes the task's name, then decorates: write "
+                f"@s.task({getattr(name, '__name__', 'name')!r}) above the function, got the "
+                f"function {name!r} itself"
+            )
+        _check_task_name(name)
 
         def decorate(func: F) -> F:
             self.register(name, func)
