@@ -387,9 +387,14 @@ class Runner(HeadWatcher):
         """``execute`` in a pool's thread, which is known meanwhile as this runner's worker: a
         listener that shuts the scheduler down from there (its job's outcome told it to) must
         not wait for the pool, its own thread among it."""
+        self._serving(self._s.execute, occ)
+
+    def _serving(self, call: Callable[..., None], *args: Any) -> None:
+        """``call(*args)``, with this thread known meanwhile as serving this runner's engine
+        (``serving()``)."""
         _worker.engine = self._s
         try:
-            self._s.execute(occ)
+            call(*args)
         finally:
             _worker.engine = None
 
@@ -413,11 +418,7 @@ class Runner(HeadWatcher):
         # (In the process pool's management thread, which completes the pool's futures: a
         # listener of this outcome that shuts the scheduler down must not wait for them.)
         self._retire(fut)
-        _worker.engine = self._s
-        try:
-            finish_from_process(self._s, occ, fut)
-        finally:
-            _worker.engine = None
+        self._serving(finish_from_process, self._s, occ, fut)
 
     def wait_idle(self, timeout: float | None) -> bool:
         """Block (real time) until nothing is due and nothing is running."""
