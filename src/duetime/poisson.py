@@ -218,6 +218,13 @@ def _weekly_open_seconds(windows: Sequence[Window], tz: tzinfo | None = None) ->
     return total + cur_b - cur_a
 
 
+def _per_open_second(per_day: float, windows: Sequence[Window], weekly: int) -> float:
+    """``per_day`` arrivals per open day as a rate per open second: a week's ``weekly`` open
+    seconds fall on the weekdays the windows open on."""
+    open_days = set().union(*(w._days for w in windows))
+    return per_day / (weekly / len(open_days))
+
+
 @dataclass(frozen=True, slots=True)
 class Poisson:
     """Random arrivals at a steady average rate, optionally only inside windows.
@@ -291,8 +298,7 @@ class Poisson:
         elif name == "mean_interval":
             rate = 1.0 / value
         elif windows:
-            open_days = set().union(*(w._days for w in windows))
-            rate = value / (weekly / len(open_days))
+            rate = _per_open_second(value, windows, weekly)
         else:
             rate = value / 86400
         # The mean gap in calendar time: open time goes by at the windows' share of the week.
@@ -322,8 +328,7 @@ class Poisson:
             weekly = _weekly_open_seconds(self._windows, tz)
             rate = self._rate
             if self.per_day is not None:
-                open_days = set().union(*(w._days for w in self._windows))
-                rate = self.per_day / (weekly / len(open_days))
+                rate = _per_open_second(self.per_day, self._windows, weekly)
             found = self._in_zone[key] = (rate, weekly / _WEEK)
         return found
 
