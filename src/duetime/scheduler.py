@@ -1495,21 +1495,11 @@ class Scheduler:
                 self._store.insert_pending()  # type: ignore[attr-defined]
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
-            if self._durable:
-                key = self._free_trigger_key(job, wall)
-            else:
-                # (Each trigger() asks for a run of its own, with a key of its own: a second one
-                # at the same instant, as on a fake clock that has not moved, takes the next
-                # microsecond's, as a durable store's does.)
-                x = job._extras()
-                us = wall // 1000  # (a key's precision)
-                last = x.triggered
-                if last is not None and last - 1_000_000 < us <= last:
-                    # (Within a second before the last one's key: the clock has not moved, or
-                    # barely. Stepped back further, the key is now's.)
-                    us = last + 1
-                x.triggered = us
-                key = self._trigger_key(job, us * 1000)
+            key = (
+                self._free_trigger_key(job, wall)
+                if self._durable
+                else self._next_trigger_key(job, wall)
+            )
             side = _Side(job, wall, WALL, 1, key=key)
             if (
                 self._runner is not None
@@ -1565,6 +1555,20 @@ class Scheduler:
     def _trigger_key(self, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
         return f"{job.id}@trigger-{ns_to_datetime(wall, timezone.utc).isoformat()}"
+
+    def _next_trigger_key(self, job: Job, wall: int) -> str:
+        """The fire key of a ``trigger()`` run made at ``wall`` in memory (lock held): the
+        instant's, or, within a second before the last trigger's key (a fake clock that has not
+        moved), the microsecond after it, as a durable store's ``_free_trigger_key`` gives. (Each
+        trigger() asks for a run of its own, with a key of its own; stepped back further, the
+        key is now's.)"""
+        x = job._extras()
+        us = wall // 1000  # (a key's precision)
+        last = x.triggered
+        if last is not None and last - 1_000_000 < us <= last:
+            us = last + 1
+        x.triggered = us
+        return self._trigger_key(job, us * 1000)
 
     def _free_trigger_key(self, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` on a durable store (lock held):
