@@ -6,6 +6,7 @@ import argparse
 import atexit
 import gc
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -89,10 +90,39 @@ def worker_env() -> dict[str, str]:
     return _WORKER_ENV
 
 
+#: CPU seconds the last ``run_workers`` call used: (its worker processes, the rest of the
+#: machine: the database server and this process's counting), or None where the machine's
+#: total cannot be read (``/proc/stat``: Linux).
+last_cpu: tuple[float, float] | None = None
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy since boot, or None where unknown."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    # (user nice system idle iowait irq softirq steal: the guest columns after them are
+    # counted in user and nice already.)
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_workers(argvs: Sequence[Sequence[str]], finished: Callable[[], int], n: int) -> float:
     """Start one process per argv, wait until ``finished()`` reaches ``n``, kill them; runs per
-    second from the first start (the store benchmarks' throughput), start-up included."""
+    second from the first start (the store benchmarks' throughput), start-up included. The
+    CPU time it took goes to ``last_cpu``.
+
+    (Two cores run both the workers and the server here: where duetime's figure trails the
+    bare loop's, the CPU seconds say whether the machine ran out of them, and on which side.)"""
+    global last_cpu
     env = worker_env()
+    busy0, children0 = _busy_seconds(), _children_seconds()
     t0 = time.perf_counter()
     workers = [subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, env=env) for argv in argvs]
     try:
@@ -100,10 +130,15 @@ def run_workers(argvs: Sequence[Sequence[str]], finished: Callable[[], int], n: 
         while finished() < n and time.monotonic() < deadline:
             time.sleep(0.02)
         elapsed = time.perf_counter() - t0
+        busy1 = _busy_seconds()
     finally:
         for w in workers:
             w.kill()
             w.wait()
+    workers_cpu = _children_seconds() - children0
+    last_cpu = (
+        None if busy0 is None or busy1 is None else (workers_cpu, busy1 - busy0 - workers_cpu)
+    )
     done = finished()
     if done < n:
         raise RuntimeError(f"only {done} of {n} runs finished")

@@ -2,7 +2,9 @@
 
 1. claim + run + complete of N no-op jobs due now, by 1, 2 and 4 worker processes; beside it,
    bare processes that claim with ``FOR UPDATE SKIP LOCKED`` and complete, one job per
-   transaction (batch 1) and ten (batch 10);
+   transaction (batch 1) and ten (batch 10); below each row, the CPU seconds per 1 000 runs
+   of duetime's and of the batch-10 loop's median run: its worker processes', and the rest of
+   the machine's (the server's);
 2. latency from ``schedule()`` of a job due now in this process to its start in a worker
    process that sleeps (LISTEN/NOTIFY): p50 and p99;
 3. idle: 4 workers holding 1 000 jobs an hour out, for 10 s: CPU seconds each, and the
@@ -22,11 +24,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import _common
 import psycopg
 from _common import parse, run_workers
 
@@ -238,6 +243,26 @@ def idle(seconds: float) -> tuple[list[float], float]:
     return [a - b for a, b in zip(after_cpu, before_cpu, strict=True)], per_second
 
 
+def median_run(
+    measure: Callable[[], float], repeat: int
+) -> tuple[float, tuple[float, float] | None]:
+    """The median of ``repeat`` runs of ``measure()`` (runs/s), with the CPU seconds that run
+    used (``_common.last_cpu``)."""
+    runs = []
+    for _ in range(repeat):
+        rate = measure()
+        runs.append((rate, _common.last_cpu))
+    runs.sort(key=lambda run: run[0])
+    return runs[(len(runs) - 1) // 2]
+
+
+def per_thousand(name: str, cpu: tuple[float, float] | None, n: int) -> str:
+    if cpu is None:
+        return f"{name} n/a"
+    workers, rest = (1000 * c / n for c in cpu)
+    return f"{name} {workers:.3f} + {rest:.3f} s"
+
+
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
     n = 2_000 if args.quick else 20_000
@@ -248,13 +273,18 @@ def main() -> None:
     try:
         print(f"\n1. claim + run + complete of {n} no-op jobs (runs/s)")
         for procs in (1, 2, 4):
-            d = statistics.median(duetime_throughput(n, procs) for _ in range(repeat))
-            b1 = statistics.median(bare_throughput(n, procs, 1) for _ in range(repeat))
-            b10 = statistics.median(bare_throughput(n, procs, 10) for _ in range(repeat))
+            d, d_cpu = median_run(partial(duetime_throughput, n, procs), repeat)
+            b1, _ = median_run(partial(bare_throughput, n, procs, 1), repeat)
+            b10, b10_cpu = median_run(partial(bare_throughput, n, procs, 10), repeat)
             print(
                 f"  {procs} process{'es' if procs > 1 else '  '}  duetime {d:8.0f}/s   "
                 f"bare batch 1 {b1:8.0f}/s   bare batch 10 {b10:8.0f}/s   "
                 f"duetime / batch 10 {d / b10:5.2f}"
+            )
+            print(
+                "      CPU per 1 000 runs, workers + rest of the machine (server): "
+                + per_thousand("duetime", d_cpu, n)
+                + per_thousand(", bare batch 10", b10_cpu, n)
             )
         p50, p99 = latency(samples)
         print(
