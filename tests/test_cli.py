@@ -318,7 +318,7 @@ BAD_ARGUMENTS = [
     (["cron", "0 9 * * *", "-n", "-1"], "-n must be between 1 and 10000, got -1"),
     (["cron", "0 9 * * *", "-n", "0"], "-n must be between 1 and 10000, got 0"),
     (["cron", "0 9 * * *", "-n", "999999999"], "-n must be between 1 and 10000, got 999999999"),
-    (["cron", "L 9 * * *"], "'l' belongs in a day field"),
+    (["cron", "L 9 * * *"], "the minute field has 'L', which belongs in a day field"),
     (
         ["cron", "0 9 * * *", "--from", "0001-01-01T00:00+05:00"],
         "--from must fall within the years",

@@ -160,9 +160,22 @@ def test_wildcard_classification() -> None:
         ("@fortnightly", "known aliases are @yearly, @annually"),
         # (croniter's words were "it bands 'l-2' in field 2 are not acceptable", "it is not
         # acceptable".)
-        ("0 0 L-2 * *", r"'l-2' is no form of L, W or # duetime reads: the day of the month"),
-        ("0 0 * * mon#2#3", r"'mon#2#3' is no form of L, W or #"),
-        ("0 0 15W/2 * *", r"'15w/2' is no form of L, W or #"),
+        (
+            "0 0 L-2 * *",
+            r"the day-of-month field has 'L-2', no form of L, W or # duetime reads: the day of",
+        ),
+        ("0 0 * * MON#2#3", r"the day-of-week field has 'MON#2#3', no form of L, W or #"),
+        ("0 0 15W/2 * *", r"the day-of-month field has '15W/2', no form of L, W or #"),
+        ("0 0 1 * 1#2,8#1", r"the day-of-week field has '8#1', no form of L, W or #"),
+        ("0 0 * L *", r"the month field has 'L', which belongs in a day field"),
+        ("0 L * * *", r"the hour field has 'L', which belongs in a day field"),
+        # 'n/s' runs up to Saturday: nothing follows 7 (croniter read '7/1' as every day).
+        (
+            "0 0 * * 7/1",
+            r"the day-of-week field steps from n up to Saturday \(6\), so nothing follows 7, "
+            r"got '7/1'; write 0/1 to start from Sunday, or 7 for Sundays",
+        ),
+        ("0 0 * * 07/3", r"nothing follows 7, got '07/3'"),
         # A typo with an l or a w in it is a typo, not L or W out of place.
         (
             "0 0 * jully *",
@@ -189,7 +202,7 @@ def test_invalid_expressions_are_rejected_quoting_the_input(expr: str, message: 
         ),
         ("0 0 1 * * extra", "the day-of-week field must be numbers 0-7 or names such as sun"),
         ("0 0 1 * fri#6", "the day-of-week field must give a weekday's occurrence 1-5 after '#'"),
-        ("0 0 0 * *", "the day field must be within 1-31, got '0'"),
+        ("0 0 0 * *", "the day-of-month field must be within 1-31, got '0'"),
         ("0 0 * 1-13 *", "the month field must be within 1-12, got '13' in '1-13'"),
         ("61 * * * * *", "the second field must be within 0-59, got '61'"),
     ],

@@ -394,6 +394,17 @@ def _unnamed(names: dict[str, int], match: re.Match[str]) -> str:
     return "" if match[0] in names else match[0]
 
 
+def _field_name(name: str) -> str:
+    """How messages name a field: ``Cron``'s keyword for it in crontab(5)'s words."""
+    return "day-of-month" if name == "day" else name.replace("_", "-")
+
+
+def _as_written(expr: str, item: str) -> str:
+    """``item`` (lower-cased, as the fields are read) as ``expr`` spells it."""
+    at = expr.lower().find(item)
+    return item if at < 0 else expr[at : at + len(item)]
+
+
 def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
     """Refuse a value out of its field's range, a step below 1 or a word that is no name, naming
     the field (the keyword, for ``Cron(hour=25)``), before croniter reads the expression (its
@@ -409,8 +420,8 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
                     f"{name} {reason} (Cron({name}=...) is not a valid cron expression: {expr!r})"
                 )
             raise InvalidArgument(
-                f"expr is not a valid cron expression: {expr!r} (the "
-                f"{name.replace('_', '-')} field {reason})"
+                f"expr is not a valid cron expression: {expr!r} (the {_field_name(name)} field "
+                f"{reason})"
             )
 
         for item in given.lower().replace("?", "*").split(","):
@@ -430,6 +441,13 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
             base, step = match.groups()
             if step is not None and not (_digits(step) and int(step) >= 1):
                 refuse(f"must be stepped by a whole number of 1 or more, got {item!r}")
+            if step is not None and name == "day_of_week" and base in ("7", "07"):
+                # ('n/s' runs to Saturday, so '7/1' is empty; croniter read it as '0/1', every
+                # day, and cronsim as Sundays: said rather than guessed.)
+                refuse(
+                    f"steps from n up to Saturday (6), so nothing follows 7, got {item!r}; "
+                    f"write 0/{step} to start from Sunday, or 7 for Sundays"
+                )
             if base == "*":
                 continue
             for value in base.split("-"):
@@ -560,14 +578,15 @@ def _items(field: str, names: dict[str, int]) -> tuple[list[str], list[str]]:
     return plain, special
 
 
-def _plain_field(field: str, names: dict[str, int], expr: str) -> str:
+def _plain_field(field: str, names: dict[str, int], expr: str, name: str) -> str:
     """A field other than the two day fields, with equal ranges made single values; ``L``,
     ``W`` and ``#`` are refused there (croniter would otherwise be left to guess)."""
     plain, special = _items(field, names)
     if special:
         raise InvalidArgument(
-            f"expr is not a valid cron expression: {expr!r} ({special[0]!r} belongs in a day "
-            f"field: L, W and # mean days of the month or of the week)"
+            f"expr is not a valid cron expression: {expr!r} (the {name} field has "
+            f"{_as_written(expr, special[0])!r}, which belongs in a day field: L, W and # mean "
+            f"days of the month or of the week)"
         )
     return ",".join(plain)
 
@@ -592,8 +611,11 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
     fields = [f.lower().replace("?", "*") for f in fields]
     head = fields[:-3]
     dom, month, dow = fields[-3:]
-    time_fields = [_plain_field(f, {}, expr) for f in head]
-    month = _plain_field(month, _MONTHS, expr)
+    time_fields = [
+        _plain_field(f, {}, expr, name)
+        for f, name in zip(head, ("second", "minute", "hour")[-len(head) :], strict=True)
+    ]
+    month = _plain_field(month, _MONTHS, expr, "month")
     doms = _day_groups(dom, {})
     dows = _day_groups(dow, _WEEKDAYS)
     if dom.startswith("*") or dow.startswith("*"):
@@ -608,12 +630,19 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
         except (ValueError, AttributeError, KeyError, TypeError, IndexError) as exc:
             # (croniter quotes the sub-expression it was given; the user wrote expr.)
             reason = str(exc).replace(f"[{part}]", "it").replace(part, "it")
-            odd = [i for i in f"{d},{w}".split(",") if re.search(r"[lw#]", i.lower())]
+            odd = [
+                (i, field)
+                for items, field in ((d, "day-of-month"), (w, "day-of-week"))
+                for i in items.split(",")
+                if re.search(r"[lw#]", i)
+            ]
             if odd and ("not acceptable" in reason or "bands" in reason):
                 # (croniter's own words: "it is not acceptable", "bands 'l-2' in field 2".)
+                item, field = odd[0]
                 reason = (
-                    f"{odd[0]!r} is no form of L, W or # duetime reads: the day of the month takes "
-                    f"L, LW and 15W, the day of the week 5L (or L5, friL), mon#2 and mon-fri#1"
+                    f"the {field} field has {_as_written(expr, item)!r}, no form of L, W or # "
+                    f"duetime reads: the day of the month takes L, LW and 15W, the day of the "
+                    f"week 5L (or L5, friL), mon#2 and mon-fri#1"
                 )
             raise InvalidArgument(
                 f"expr is not a valid cron expression: {expr!r} ({reason})"
