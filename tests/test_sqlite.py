@@ -573,6 +573,42 @@ def test_work_cancelled_at_shutdown_is_taken_over_not_lost(
     ]
 
 
+def test_runs_going_on_at_shutdown_keep_their_leases_while_it_waits_for_them(
+    open_scheduler: Opener, calls: Calls
+) -> None:
+    # shutdown(wait=True) joined the runner thread, which renews the leases, and then waited
+    # for the runs: another worker took a long run over mid-shutdown and ran it a second time.
+    clocks = [FakeClock(T0), FakeClock(T0)]
+    one = open_scheduler(clock=clocks[0], lease=0.3)
+    two = open_scheduler(clock=clocks[1], lease=0.3)
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> None:
+        started.set()
+        release.wait(WAIT)
+
+    one.register("slow", slow)
+    two.register("slow", calls.record)
+    one.schedule("slow", 10, id="s")
+    one.start()
+    clocks[0].advance(10)  # claimed, its lease until 10.3 s
+    until(started.is_set, what="the run to start")
+    stopping = threading.Thread(target=one.shutdown, kwargs={"wait": True})
+    stopping.start()
+    runner: Any = one._runner
+    until(lambda: not runner._thread.is_alive(), what="the runner thread to end")
+    polled = one._next_poll
+    clocks[0].advance(0.25)  # a poll is due: the waiting shutdown renews, until 10.55 s
+    until(lambda: one._next_poll != polled, what="the lease renewed")
+    clocks[1].advance(10.4)
+    assert two.run_pending() == 0  # not taken over: its lease holds
+    release.set()
+    stopping.join(WAIT)
+    assert not stopping.is_alive()
+    assert calls.keys == []
+    assert [(r.state, r.attempt) for r in two.runs()] == [("succeeded", 1)]
+
+
 @pytest.mark.parametrize("ending", ["succeeds", "fails, to be retried", "fails for good"])
 def test_a_completion_after_the_lease_was_taken_over_is_refused_and_not_counted(
     open_scheduler: Opener, calls: Calls, caplog: pytest.LogCaptureFixture, ending: str

@@ -76,6 +76,9 @@ class Engine:
             0 without one.
         sync: ``() -> None``: read other processes' changes, renew leases, take over lost
             runs (lock held; never raises a store's failure).
+        renew: ``() -> None``: with a durable store, renew the leases of this process's runs
+            when a poll is due, and nothing else (lock held; never raises a store's failure):
+            what a stopping runner does while it waits for them.
         may_start: With a durable store, ``(occ) -> bool``: whether a claimed run may start
             (one claimed long ago is asked of the store; a run taken over by another worker
             meanwhile is abandoned), for the runs ``execute`` does not start: coroutines and
@@ -107,4 +110,5 @@ class Engine:
     running: Callable[[], int]
     poll: int
     sync: Callable[[], None]
+    renew: Callable[[], None]
     may_start: Callable[[Occ], bool] | None

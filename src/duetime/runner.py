@@ -216,15 +216,26 @@ class Runner(HeadWatcher):
             s.cond.notify_all()
         if threading.current_thread() is not self._thread:
             self._thread.join()
+        # With a durable store, the runner thread renewed the leases of the runs going on here;
+        # it is gone, so the wait for them renews them instead: a run longer than the lease
+        # was otherwise taken over by another process and ran twice, during a clean shutdown.
+        renew = s.begin_due is not None
         for ex in self._owned:
-            ex.shutdown(wait=wait, cancel_futures=cancel_running)
+            ex.shutdown(wait=wait and not renew, cancel_futures=cancel_running)
         with s.lock:
             pending = list(self._futures)
         if cancel_running:
             for fut in pending:
                 fut.cancel()
         if wait:
-            cf.wait(pending)
+            if renew:
+                while cf.wait(pending, timeout=s.poll / NS_PER_SECOND).not_done:
+                    with s.lock:
+                        s.renew()
+                for ex in self._owned:
+                    ex.shutdown(wait=True)
+            else:
+                cf.wait(pending)
         s.emit([SchedulerStopped(s.now())])
 
     # -- waking -----------------------------------------------------------------------------------

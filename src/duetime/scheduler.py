@@ -538,6 +538,7 @@ class Scheduler:
             running=lambda: self._running_total,
             poll=min(store.poll_ns, self._lease // 3) if self._durable else 0,  # type: ignore[attr-defined]
             sync=self._sync_locked,
+            renew=self._renew_locked,
             may_start=self._may_start if self._durable else None,
         )
 
@@ -2978,6 +2979,22 @@ class Scheduler:
                     self._store_answered("lease upkeeps")
         except StoreError as exc:
             # The runner keeps going: the next poll tries again.
+            self._store_failed("lease upkeeps")("%s", exc)
+
+    def _renew_locked(self) -> None:
+        """Renew the leases of the runs going on here when a poll is due (lock held): all of
+        ``_sync_locked``'s upkeep that a stopping runner wants while it waits for them (it
+        must not take other workers' lost runs over, nor read their changes)."""
+        store: Any = self._store
+        if not self._durable or not store.is_open or not (self._running_total or self._taken):
+            return
+        now = self._clock.time_ns()
+        if now < self._next_poll:
+            return
+        self._next_poll = now + min(store.poll_ns, self._lease // 3)
+        try:
+            store.heartbeat(now, self._lease)
+        except StoreError as exc:
             self._store_failed("lease upkeeps")("%s", exc)
 
     def _store_failed(self, kind: str) -> Callable[..., None]:
