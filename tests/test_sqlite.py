@@ -1342,6 +1342,42 @@ def test_a_task_this_process_has_not_registered_stays_pending(
         t.shutdown()
 
 
+def test_a_job_on_an_executor_this_process_lacks_is_left_to_a_process_that_has_it(
+    db: Path, clock: FakeClock, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its runner died of a KeyError at dispatch (and went on a second later), with the fire
+    # claimed and never run here: stuck as running until the lease ran out.
+    with ThreadPoolExecutor(1) as reports:
+        s = Scheduler(clock, store=SQLiteStore(db), executors={"reports": reports})
+        s.register("report", calls.record)
+        s.schedule("report", 10, id="r", executor="reports")
+        s.schedule("report", 10, id="plain")
+        s.shutdown()
+        lacking = Scheduler(clock, store=SQLiteStore(db))
+        lacking.register("report", calls.record)
+        try:
+            with caplog.at_level(logging.WARNING, logger="duetime"):
+                lacking.start()
+                clock.advance(10)
+                until(lambda: len(calls.keys) == 1, what="the plain job")
+                assert lacking.wait_idle(WAIT)
+            assert "its executor 'reports' is not one of this process's executors" in caplog.text
+            assert "runner failed" not in caplog.text
+            assert calls.keys == ["plain@2026-03-02T08:00:10+00:00"]
+            assert lacking.run_pending() == 0
+            assert [r.job_id for r in lacking.runs()] == ["plain"]  # "r" was never claimed
+        finally:
+            lacking.shutdown()
+        having = Scheduler(clock, store=SQLiteStore(db), executors={"reports": reports})
+        having.register("report", calls.record)
+        try:
+            having.start()
+            until(lambda: len(calls.keys) == 2, what="the job on its executor")
+            assert calls.keys[1] == "r@2026-03-02T08:00:10+00:00"
+        finally:
+            having.shutdown()
+
+
 def test_registering_a_task_after_loading_queues_each_job_once(
     db: Path, clock: FakeClock, calls: Calls
 ) -> None:

@@ -2521,6 +2521,7 @@ class Scheduler:
         self._task_of: dict[Any, str] = {}  # function -> task reference, for rows
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
+        self._warned_executors: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
         self._requeue = False  # queued fires were dropped from memory: take them in again
         self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
@@ -3080,6 +3081,19 @@ class Scheduler:
                 task,
             )
 
+    def _leave_to_others(self, job: Job, executor: str) -> None:
+        """A due occurrence of a job whose executor this process does not have (another
+        process stored it with ``executor=``): it is not claimed here, and stays pending for a
+        process that has one of that name (or until the job changes). Said once per name."""
+        if executor not in self._warned_executors:
+            self._warned_executors.add(executor)
+            logger.warning(
+                "job %r is due but its executor %r is not one of this process's executors "
+                "(Scheduler(executors=...)); it stays pending for a process that has it",
+                job._id,
+                executor,
+            )
+
     def _unpark(self) -> None:
         """A task was registered: give the jobs waiting for any task that now resolves (its
         name, or a ``"module:qualname"`` naming the same function) the function, and queue
@@ -3258,6 +3272,12 @@ class Scheduler:
             if not regular:
                 key.due = due
             self._park(job)
+            return None
+        executor = job._opts.executor
+        if executor is not None and executor not in self._executors_spec:
+            if not regular:
+                key.due = due
+            self._leave_to_others(job, executor)
             return None
         popped = job._base if regular else None
         catching_up = regular and job._x is not None and job._x.catchup
