@@ -22,6 +22,7 @@ from duetime import (
     FakeClock,
     FixedRate,
     JobSkipped,
+    JobStarted,
     JobState,
     JobSucceeded,
     Misfire,
@@ -510,6 +511,52 @@ def test_a_job_s_base_exception_is_its_failure_under_the_runner(
         assert [f.job.id for f in s.failed()] == ["quits"]
         assert "JobFailed" in heard and "JobDead" in heard
         assert s.stats().failed == 1
+
+
+@pytest.mark.parametrize("executor", ["inline", None])
+@pytest.mark.parametrize("on", ["JobStarted", "JobSucceeded"])
+def test_a_listener_s_base_exception_is_logged_and_never_stops_the_runner(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, executor: str | None, on: str
+) -> None:
+    # A listener raising KeyboardInterrupt on JobStarted left the job RUNNING for good with a
+    # pool (wait_idle never true again), and killed the inline runner's thread.
+    def interrupting(event: Event) -> None:
+        if type(event).__name__ == on:
+            raise KeyboardInterrupt
+
+    done = threading.Event()
+    with (
+        caplog.at_level(logging.ERROR, logger="duetime"),
+        Scheduler(clock=clock, executor=executor) as s,
+    ):
+        s.subscribe(interrupting)
+        first = s.schedule(lambda: None, 1)
+        s.schedule(done.set, 2)
+        clock.advance(1)
+        assert s.wait_idle(WAIT), "the run was left half-begun"
+        clock.advance(1)
+        assert done.wait(WAIT), "the runner did not survive"
+        assert s.wait_idle(WAIT)
+        assert first.state is JobState.COMPLETED
+        assert s.stats().running == 0 and s.stats().succeeded == 2
+    assert f"raised on {on}" in caplog.text and "KeyboardInterrupt" in caplog.text
+
+
+def test_a_listener_s_keyboard_interrupt_stops_a_run_stepped_by_hand(clock: FakeClock) -> None:
+    # In the main thread it reaches the caller (Ctrl-C stops a simulation), as a job's does,
+    # with the run undone: not left RUNNING.
+    s = Scheduler(clock=clock)
+
+    def interrupting(event: Event) -> None:
+        raise KeyboardInterrupt
+
+    unsubscribe = s.subscribe(interrupting, JobStarted)
+    s.schedule(lambda: None, FixedRate(10), id="r")
+    with pytest.raises(KeyboardInterrupt):
+        s.run_for(10)
+    assert s.stats().running == 0
+    unsubscribe()
+    assert s.run_for(10) == 1
 
 
 def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:

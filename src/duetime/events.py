@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import reprlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -293,6 +294,15 @@ def dispatch(listeners: list[tuple[Listener, tuple[type[Event], ...]]], event: E
             try:
                 result = listener(event)
             except Exception:
+                logger.exception("listener %r raised on %s", listener, type(event).__name__)
+                continue
+            except BaseException:
+                # (KeyboardInterrupt, SystemExit.) In the main thread, a caller stepping time by
+                # hand is told, as of a job's: Ctrl-C stops a simulation. Anywhere else (the
+                # runner's threads, a pool's) nobody is there to be told, and raising on would
+                # leave a run half-begun for good: logged like any listener's error.
+                if threading.current_thread() is threading.main_thread():
+                    raise
                 logger.exception("listener %r raised on %s", listener, type(event).__name__)
                 continue
             if result is not None and type(result) is CoroutineType:

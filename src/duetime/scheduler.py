@@ -2108,7 +2108,12 @@ class Scheduler:
             self._abandon(occ, lost=True)
             return None
         if self._watch:
-            self._emit_started(occ)
+            try:
+                self._emit_started(occ)
+            except BaseException:
+                # (A listener's KeyboardInterrupt in the main thread: the run never began.)
+                self._abandon(occ, failed=True)
+                raise
         token = _current.set(occ)
         try:
             kwargs = job.kwargs
