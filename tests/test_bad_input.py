@@ -102,6 +102,12 @@ SCHEDULER_CASES: list[Case] = [
     ("non-callable, no options", lambda s: s.schedule(None, 1.5), TypeError, "func must be callable or a registered task name, got None"),  # type: ignore[arg-type]
     ("job args positionally", lambda s: s.schedule(print, 5, "x"), TypeError, r"takes the job's arguments as args=\(\.\.\.\), not positionally: write schedule\(func, when, args=\('x',\)\)"),
     ("when missing", lambda s: s.schedule(print), TypeError, r"schedule\(\) needs when"),
+    ("when a class", lambda s: s.schedule(print, FixedRate), TypeError, r"when must be a Recurrence, not the class FixedRate: write FixedRate\(\.\.\.\)"),
+    ("@s.scheduled of a class", lambda s: s.scheduled(Cron)(print), TypeError, r"when must be a Recurrence, not the class Cron"),
+    ("reschedule to a class", lambda s: s.reschedule("rate", FixedRate), TypeError, r"when must be a Recurrence, not the class FixedRate"),
+    ("wait_idle NaN", lambda s: s.wait_idle(NAN), InvalidArgument, "timeout must be a finite number of seconds, got nan"),
+    ("wait_idle negative", lambda s: s.wait_idle(-1), InvalidArgument, "timeout must not be negative, got -1"),
+    ("wait_idle type", lambda s: s.wait_idle("1"), TypeError, "timeout must be a number of seconds or a timedelta, got '1'"),  # type: ignore[arg-type]
     ("tz given to schedule", lambda s: s.schedule(print, "0 9 * * *", tz="Europe/Berlin"), TypeError, r"tz belongs to the trigger, which is when: Cron\(\.\.\., tz=\.\.\.\)"),  # type: ignore[call-arg]
     ("@s.scheduled without parentheses", lambda s: s.scheduled(print), TypeError, r"scheduled\(\) needs when: @s.scheduled\(when\).*got the function <built-in function print> as when"),
     ("@s.task without parentheses", lambda s: s.task(print), TypeError, r"task\(\) takes the task's name, then decorates: write @s.task\('print'\)"),  # type: ignore[arg-type]

@@ -167,7 +167,8 @@ def test_retry_delay_follows_the_policy_and_contains_a_broken_one() -> None:
 
     delay, why, raised = retry_delay(Raises(), 1, ValueError(), rng, None)
     assert (delay, why) == (None, "raised RuntimeError: boom") and isinstance(raised, RuntimeError)
-    for bad in (-1.0, float("nan"), float("inf"), "5"):
+    # (True and False too: a policy returning "attempt < 3" retried at 1 s and at once, for ever.)
+    for bad in (-1.0, float("nan"), float("inf"), "5", True, False):
         assert retry_delay(Returns(bad), 1, ValueError(), rng, None) == (
             None,
             f"returned {bad!r} (not seconds from 0 to a thousand years)",
@@ -184,8 +185,8 @@ def test_retry_delay_follows_the_policy_and_contains_a_broken_one() -> None:
         None,
         None,
     )
-    # Any finite real number of seconds >= 0 is a delay, as before the rules were pure functions.
-    for good in (0, 2.5, Decimal("1.5"), True):
+    # Any finite real number of seconds >= 0 is a delay (a bool is not one: see above).
+    for good in (0, 2.5, Decimal("1.5")):
         assert retry_delay(Returns(good), 1, ValueError(), rng, None) == (good, None, None)
 
 

@@ -559,6 +559,26 @@ def test_a_listener_s_keyboard_interrupt_stops_a_run_stepped_by_hand(clock: Fake
     assert s.run_for(10) == 1
 
 
+def test_wait_idle_after_shutdown_without_wait_waits_for_the_runs_still_going(
+    clock: FakeClock,
+) -> None:
+    # It answered False at once: with no runner it only looked.
+    release = threading.Event()
+    s = Scheduler(clock=clock)
+    s.schedule(lambda: release.wait(WAIT), 0)
+    s.start()
+    until(lambda: s.stats().running == 1, what="the run to start")
+    s.shutdown(wait=False)
+    assert s.wait_idle(0) is False
+    threading.Timer(0.05, release.set).start()
+    assert s.wait_idle(timedelta(seconds=WAIT)) is True
+    assert s.stats().succeeded == 1
+    # Nothing running, something due: nobody will run it, and it says so at once.
+    s2 = Scheduler(clock=clock)
+    s2.schedule(print, 0)
+    assert s2.wait_idle(WAIT) is False
+
+
 def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:
     names: list[str] = []
     with Scheduler(clock=clock, executor="inline") as s:

@@ -191,7 +191,11 @@ def retry_delay(
         if isinstance(delay, timedelta):
             delay = delay.total_seconds()  # (FixedBackoff takes timedeltas: a policy may too)
         try:
-            valid = math.isfinite(delay) and 0 <= delay <= _DELAY_MOST_S
+            # (A bool is no number of seconds: a policy returning "attempt < 3" meant "retry
+            # or not", and True as 1 s retried for ever.)
+            valid = (
+                not isinstance(delay, bool) and math.isfinite(delay) and 0 <= delay <= _DELAY_MOST_S
+            )
         except TypeError:  # not a number at all
             valid = False
         if not valid:

@@ -224,6 +224,9 @@ def _timebase(trigger: Any) -> int:
 # How long a run waits before its claim is tried again when another process was changing its
 # job at that moment (nanoseconds).
 _BUSY_BACKOFF = NS_PER_SECOND // 4
+# How often (real seconds) wait_idle() without a runner looks whether the runs still going
+# have ended.
+_IDLE_SLICE = 0.005
 
 # How many due fires the thread runner claims at once from a durable store (one round trip and
 # one commit on PostgreSQL, with the outcomes of the batch before). More amortizes the
@@ -1006,9 +1009,10 @@ class Scheduler:
 
         The function is scheduled at decoration time and returned unchanged.
         """
-        if when is _NO_WHEN or callable(when):
+        if when is _NO_WHEN or (callable(when) and not isinstance(when, type)):
             # (A callable ``when`` is @s.scheduled without its parentheses: the function came
-            # as ``when``, and would have been replaced by the decorator, scheduled never.)
+            # as ``when``, and would have been replaced by the decorator, scheduled never. A
+            # class is not: @s.scheduled(FixedRate) gets _recurrence's message.)
             got = "" if when is _NO_WHEN else f", got the function {when!r} as when"
             raise TypeError(
                 "scheduled() needs when: @s.scheduled(when), e.g. @s.scheduled('0 9 * * *') "
@@ -1108,6 +1112,13 @@ class Scheduler:
         cls = type(when)
         if cls in _RECURRENCE_TYPES:
             return when  # type: ignore[no-any-return]
+        if isinstance(when, type):
+            # (A class has the protocol's methods, unbound: it passed isinstance() below and
+            # failed at its first use with "first() missing 1 required positional argument".)
+            raise TypeError(
+                f"{param} must be a Recurrence, not the class {when.__name__}: write "
+                f"{when.__name__}(...), e.g. FixedRate(minutes=5), got {when!r}"
+            )
         if isinstance(when, Recurrence):
             # A protocol isinstance() walks every attribute (~30 µs); remember the class.
             _RECURRENCE_TYPES.add(cls)
@@ -4156,20 +4167,37 @@ class Scheduler:
                 if self._shutdown and self._durable:
                     self._store.close()  # type: ignore[attr-defined]
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
+    def wait_idle(self, timeout: float | timedelta | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).
 
+        Without a runner (never started, or shut down), it waits only for runs still going
+        (``shutdown(wait=False)`` let them finish): anything due then stays due, nobody is
+        there to run it, and the answer is False at once.
+
         Args:
-            timeout: Real seconds to wait at most (None: no limit).
+            timeout: Real seconds (or a timedelta) to wait at most (None: no limit).
 
         Returns:
             True if idle was reached, False on timeout.
+
+        Raises:
+            InvalidArgument: ``timeout`` is negative, NaN or infinite.
+            TypeError: ``timeout`` is not a number of seconds or a timedelta.
         """
+        seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
         runner = self._runner
-        if runner is None:
-            with self._lock:
-                return self._idle_locked()
-        return runner.wait_idle(timeout)
+        if runner is not None:
+            return runner.wait_idle(seconds)
+        deadline = None if seconds is None else real_monotonic() + seconds
+        with self._cond:
+            # (Polled in short slices: a run ending with no runner wakes nobody, and a notify
+            # there would cost every run stepped by hand.)
+            while self._running_total:
+                left = _IDLE_SLICE if deadline is None else deadline - real_monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, _IDLE_SLICE))
+            return self._idle_locked()
 
     def _idle_locked(self) -> bool:
         """Whether nothing is due now and nothing is running (lock held). The runners add
