@@ -139,6 +139,22 @@ def test_arguments_json_cannot_carry_are_refused_naming_them(
         dumps_args(args, kwargs)
 
 
+def test_arguments_that_contain_themselves_or_nest_too_deeply_are_refused() -> None:
+    # (They raised RecursionError from schedule().)
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    for args in ((looped,), (1, deep)):
+        with pytest.raises(
+            InvalidArgument, match=r"args and kwargs cannot be stored: a value contains itself"
+        ):
+            dumps_args(args, None)
+    with pytest.raises(InvalidArgument, match=r"or is nested too deeply for JSON"):
+        dumps_args((), {"tree": deep})
+
+
 def test_functions_are_stored_by_task_name_or_module_and_qualname() -> None:
     tasks = {"mail": send_email}
     assert task_reference(send_email, tasks) == "mail"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import reprlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
@@ -154,11 +155,18 @@ def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | No
     """
     if not args and not kwargs:
         return _NO_ARGS
-    doc = {
-        "args": [_encode(v, f"args[{i}]") for i, v in enumerate(args)],
-        "kwargs": {k: _encode(v, f"kwargs[{k!r}]") for k, v in (kwargs or {}).items()},
-    }
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    try:
+        doc = {
+            "args": [_encode(v, f"args[{i}]") for i, v in enumerate(args)],
+            "kwargs": {k: _encode(v, f"kwargs[{k!r}]") for k, v in (kwargs or {}).items()},
+        }
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        # (A list or dict that contains itself, or nesting deeper than Python's stack.)
+        raise InvalidArgument(
+            "args and kwargs cannot be stored: a value contains itself, or is nested too "
+            f"deeply for JSON, got args={reprlib.repr(args)} kwargs={reprlib.repr(kwargs)}"
+        ) from None
 
 
 def loads_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
