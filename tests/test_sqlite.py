@@ -951,6 +951,43 @@ def test_a_fire_skipped_by_a_stale_copy_does_not_undo_a_change_made_elsewhere(
         assert '"new"' in row.args and row.state == "scheduled"
 
 
+class _OwnRecurrence:
+    """A recurrence of a user's own (a durable store cannot hold it), with or without a first
+    time."""
+
+    timebase = 0
+    after_finish = False
+    recurring = True
+
+    def __init__(self, first: int | None) -> None:
+        self._first = first
+
+    def first(self, env: Any) -> int | None:
+        return self._first
+
+    def next(self, due: int, env: Any) -> int | None:
+        return None
+
+    def skip(self, due: int, until: int, env: Any) -> int:
+        return due
+
+
+@pytest.mark.parametrize("first", [None, 2 * 10**18], ids=["no first time", "a first time"])
+def test_a_reschedule_the_store_cannot_hold_changes_nothing(
+    open_scheduler: Opener, first: int | None
+) -> None:
+    # With no first time, the job was ended in memory (gone from get(), its id refused to a
+    # new schedule) while the store kept it scheduled.
+    s = open_scheduler()
+    job = s.schedule("record", FixedRate(60), id="x")
+    before = (job.state, job.next_run_time, len(s))
+    with pytest.raises(InvalidArgument, match=r"when cannot be stored: .* is a _OwnRecurrence"):
+        s.reschedule("x", _OwnRecurrence(first))
+    assert s.get("x") is job
+    assert (job.state, job.next_run_time, len(s)) == before
+    assert s.run_for(60) == 1
+
+
 def test_a_reschedule_made_while_a_fire_runs_elsewhere_stands(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

@@ -1403,6 +1403,10 @@ class Scheduler:
         if self._shutdown:
             raise SchedulerShutdownError("reschedule")
         trigger, first, later = self._when(when)
+        if self._durable and later:
+            # Refused before anything changes: a recurrence with no first time ends the job
+            # in memory, which no putting back undoes.
+            _durable.trigger_json(trigger)
         with self._lock:
             job = self._lookup(job_or_id)
             if later:
@@ -2752,10 +2756,13 @@ class Scheduler:
             # a read back, below, then finds them counted, not a copy without them).
             self._flush_outcomes()
         try:
+            # (The row is made inside: a change the store cannot hold, reschedule() to a
+            # recurrence of the user's own, is refused with the job put back as it was. It
+            # was left changed in memory, ended even, while the store kept the old row.)
             differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
-        except StoreError:
+        except (StoreError, InvalidArgument):
             self._restore(job, before, self._clock.time_ns())
             raise
         if differ:
