@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from duetime import (
+    ConflictingIdError,
     Cron,
     ExponentialBackoff,
     FakeClock,
@@ -209,6 +210,13 @@ def test_dead_letters_are_handled_by_job_or_letter_as_by_id(
     other = Scheduler(FakeClock()).schedule(print, 0, id="z")
     with pytest.raises(JobLookupError, match="no failed job with id 'z'"):
         s.discard_failed(other)
+    assert "z" in [f.job.id for f in s.failed()]
+    # Its id taken by a live job meanwhile: what to do, not "pass replace=True" (it has none).
+    s.schedule(print, 60, id="z")
+    with pytest.raises(
+        ConflictingIdError, match=r"'z' is already scheduled; a live job has that id now: cancel"
+    ):
+        s.retry_failed("z")
     assert "z" in [f.job.id for f in s.failed()]
 
 

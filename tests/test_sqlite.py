@@ -968,8 +968,8 @@ class _OwnRecurrence:
     def next(self, due: int, env: Any) -> int | None:
         return None
 
-    def skip(self, due: int, until: int, env: Any) -> int:
-        return due
+    def skip(self, due: int, until: int, env: Any) -> tuple[int | None, int]:
+        return None, 0
 
 
 @pytest.mark.parametrize("first", [None, 2 * 10**18], ids=["no first time", "a first time"])
@@ -2189,7 +2189,12 @@ def test_retry_failed_refuses_an_id_another_process_has_taken(
     a.run_for(10)
     b = open_scheduler()
     taken = b.schedule("record", 3600, id="d")  # (the id is free: its job ended)
-    with pytest.raises(ConflictingIdError, match="'d'"):
+    # (It said "pass replace=True", which retry_failed() has not.)
+    with pytest.raises(
+        ConflictingIdError,
+        match=r"'d' is already scheduled; a live job has that id now: cancel it first, or drop "
+        r"the dead letter \(discard_failed\)",
+    ):
         a.retry_failed("d")
     assert [f.job.id for f in a.failed()] == ["d"]
     seen = a.get("d")  # (b's job, read from the store)

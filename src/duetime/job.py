@@ -96,7 +96,8 @@ class Job:
         args: Positional arguments for ``func``.
         kwargs: Keyword arguments for ``func``.
         priority: Lower runs first among jobs due at the same instant.
-        runs: How many occurrences have finished (successfully or not).
+        runs: How many runs have finished (successfully or not), each attempt one: a
+            one-shot that succeeds on its third attempt has ``runs == 3`` and ``failures == 2``.
     """
 
     __slots__ = (

@@ -74,13 +74,16 @@ class Env:
 
 @runtime_checkable
 class Recurrence(Protocol):
-    """The protocol every ``when`` object implements.
+    """The protocol every ``when`` object implements: a class of your own with these six
+    members can be passed as ``when`` (``WALL``, ``MONOTONIC`` and ``Env`` are in this module).
 
     Attributes:
         timebase: ``WALL`` or ``MONOTONIC``: which clock the returned nanoseconds are on.
         after_finish: True if the next occurrence depends on when the previous one finished
             (fixed delay). The scheduler then asks for it at finish; otherwise it asks when an
             occurrence starts, so a long run cannot push the schedule back.
+        recurring: True if there may be more than one occurrence (a one-shot is False: its
+            missed occurrence always runs, and a failed one goes to the dead letters).
     """
 
     @property

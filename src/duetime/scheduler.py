@@ -223,6 +223,11 @@ def _timebase(trigger: Any) -> int:
 
 # How long a run waits before its claim is tried again when another process was changing its
 # job at that moment (nanoseconds).
+# Why retry_failed() cannot queue a dead letter whose id a live job has taken (it has no
+# replace=True to point at).
+_LIVE_AGAIN = (
+    "a live job has that id now: cancel it first, or drop the dead letter (discard_failed)"
+)
 _BUSY_BACKOFF = NS_PER_SECOND // 4
 # How often (real seconds) wait_idle() without a runner looks whether the runs still going
 # have ended.
@@ -2430,7 +2435,7 @@ class Scheduler:
             if entry is None:
                 raise JobLookupError(id, "failed job")
             if self._store.get(id) is not None:
-                raise ConflictingIdError(id)
+                raise ConflictingIdError(id, _LIVE_AGAIN)
             if self._shutdown:
                 raise SchedulerShutdownError("retry a failed job")
             job: Job = entry.job
@@ -2489,6 +2494,8 @@ class Scheduler:
             elif id not in store.dead:
                 MemoryStore.put_dead(store, id, entry)
                 self._sort_dead()
+            if isinstance(exc, ConflictingIdError):
+                raise ConflictingIdError(id, _LIVE_AGAIN) from None
             raise
 
     def _revive(self, job: Job, id: str) -> None:

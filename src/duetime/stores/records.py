@@ -47,7 +47,7 @@ class JobRow:
             or None.
         catchup: Whether a ``Misfire.RUN_ALL`` catch-up is going on.
         attempt: The attempt of the current or last occurrence.
-        runs: How many occurrences have finished.
+        runs: How many runs (attempts) have finished.
         failures: How many attempts have raised.
         last_error: The last failed attempt's error as ``"Type: message"``, or None.
         rev: The store's change counter when the row was last written (0: not yet).
