@@ -1186,6 +1186,25 @@ def test_fires_queued_for_a_job_are_dropped_with_its_schedule(
     assert states == dict.fromkeys(queued, "lost")
 
 
+def test_backfill_keeps_to_the_recurrence_s_start(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # Fires before a Cron's or a FixedRate's start= were queued and run (04:00 to 06:00 here).
+    s = open_scheduler()
+    clock.advance(3 * 3600)  # 11:00
+    begins = T0 - timedelta(hours=1)  # 07:00
+    s.schedule("record", Cron("0 * * * *", start=begins), id="c", misfire=Misfire.SKIP)
+    s.schedule("record", FixedRate(hours=1, start=begins), id="f", misfire=Misfire.SKIP)
+    for id in ("c", "f"):
+        keys = s.backfill(id, T0 - timedelta(hours=4), T0 + timedelta(hours=1))
+        assert keys == [f"{id}@2026-03-02T07:00:00+00:00", f"{id}@2026-03-02T08:00:00+00:00"]
+    assert s.run_pending() == 5  # and the FixedRate's grid point now, 11:00
+    assert sorted(calls.keys) == sorted(
+        [f"{id}@2026-03-02T0{h}:00:00+00:00" for id in "cf" for h in (7, 8)]
+        + ["f@2026-03-02T11:00:00+00:00"]
+    )
+
+
 def test_backfill_leaves_fires_still_to_come_to_their_time(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

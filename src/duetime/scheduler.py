@@ -3683,6 +3683,11 @@ class Scheduler:
             job = self._lookup(job_or_id)
             trig = job.trigger
             hi = min(hi, self._clock.time_ns() + 1)  # (due by now, now included)
+            begins = getattr(trig, "start", None)
+            if isinstance(begins, datetime) and not isinstance(trig, At):
+                # (A Cron's or FixedRate's start= bounds its fires: those before it were never
+                # the recurrence's, and were queued and run.)
+                lo = max(lo, datetime_to_ns(begins))
             fires: list[int] = []
             if isinstance(trig, At):
                 t = datetime_to_ns(trig.when)
