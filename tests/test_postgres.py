@@ -296,6 +296,23 @@ def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> 
             make(f"{pg_database}?schema=x&schema=y")
 
 
+def test_connections_find_a_silent_peer_dead_unless_the_dsn_says_otherwise(
+    pg_database: str, pg_schema: str
+) -> None:
+    # With the operating system's defaults, a partition (no reset) left every call waiting for
+    # many minutes: keepalives start after two hours idle, unacknowledged data is retried long.
+    for query, idle in (("", "10"), ("&keepalives_idle=60", "60")):
+        s = Scheduler(FakeClock(T0), store=f"{pg_database}?schema={pg_schema}{query}")
+        try:
+            store: Any = s.store
+            params = store._conn.info.get_parameters()
+            assert (params["keepalives"], params["keepalives_idle"]) == ("1", idle)
+            assert (params["keepalives_interval"], params["keepalives_count"]) == ("5", "3")
+            assert params["tcp_user_timeout"] == "30000"
+        finally:
+            s.shutdown()
+
+
 def test_a_schema_holding_another_programs_tables_is_named_so(
     pg_database: str, pg_schema: str, admin: psycopg.Connection[Any]
 ) -> None:

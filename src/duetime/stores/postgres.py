@@ -379,6 +379,27 @@ def _check_dsn(dsn: str) -> None:
         ) from None
 
 
+# libpq's TCP settings unless the DSN gives its own: a connection whose peer went silent (a
+# partition, a server host that died without a reset) is found dead in about half a minute,
+# and the call using it raises StoreError, instead of waiting on the operating system's
+# defaults (keepalives after two hours idle; unacknowledged data retried for many minutes).
+_TCP_DEFAULTS = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,  # milliseconds
+}
+
+
+def _tcp_defaults(dsn: str) -> dict[str, int]:
+    """The ``_TCP_DEFAULTS`` that ``dsn`` does not set itself."""
+    from psycopg import conninfo
+
+    given = conninfo.conninfo_to_dict(dsn)
+    return {key: value for key, value in _TCP_DEFAULTS.items() if key not in given}
+
+
 def _split_schema(url: str) -> tuple[str, str | None]:
     """A ``postgresql://`` URL without its ``schema=`` query parameter, and that parameter's
     value (None if it has none). The rest is left as written, for
@@ -647,6 +668,7 @@ class PostgresStore(SQLStore):
             autocommit=True,
             connect_timeout=max(1, round(self.connect_timeout)),
             application_name=f"duetime {self.worker}"[:63],
+            **_tcp_defaults(self.dsn),
         )
 
     def _handle(self, what: str) -> _Handle:
