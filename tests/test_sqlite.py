@@ -57,6 +57,7 @@ from duetime import (
     Overlap,
     Poisson,
     Scheduler,
+    SchedulerShutdownError,
     SQLiteStore,
     StoreError,
     SystemClock,
@@ -1184,6 +1185,19 @@ def test_fires_queued_for_a_job_are_dropped_with_its_schedule(
     assert calls.keys == []
     states = {r.key: r.state for r in admin.runs("hourly")}
     assert states == dict.fromkeys(queued, "lost")
+
+
+def test_runs_can_be_read_after_shutdown(open_scheduler: Opener, calls: Calls) -> None:
+    # (It raised StoreError "the store is closed", while jobs(), get() and failed() answered.)
+    with open_scheduler() as s:
+        s.schedule("record", 5, id="a")
+        s.schedule("fail", 5, id="b")
+        s.run_for(5)
+    assert sorted((r.job_id, r.state) for r in s.runs()) == [("a", "succeeded"), ("b", "dead")]
+    assert [r.job_id for r in s.runs("b")] == ["b"]
+    assert not s.store.is_open  # type: ignore[attr-defined]  # (it reopened only to read)
+    with pytest.raises(SchedulerShutdownError):
+        s.schedule("record", 5)
 
 
 def test_backfill_keeps_to_the_recurrence_s_start(

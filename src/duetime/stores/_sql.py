@@ -1003,8 +1003,20 @@ class SQLStore(MemoryStore):
         )
         return {row[0] for row in rows}
 
+    def _reading_closed(self) -> contextlib.AbstractContextManager[None]:
+        """A connection for one read while the store is closed (its scheduler shut down):
+        opened here, closed after (each store says how)."""
+        raise NotImplementedError
+
     def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
-        """Run records, newest due first."""
+        """Run records, newest due first. A closed store (its scheduler shut down) opens a
+        connection for the read: what ran is worth reading after the end."""
+        if not self.is_open:
+            with self._reading_closed():
+                return self._runs(job_id, state, limit)
+        return self._runs(job_id, state, limit)
+
+    def _runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
         where = []
         params: list[Any] = []
         if job_id is not None:

@@ -1120,6 +1120,21 @@ class PostgresStore(SQLStore):
         """Whether the store is open (its connection may be down and about to be reopened)."""
         return not self._closed
 
+    @contextlib.contextmanager
+    def _reading_closed(self) -> Iterator[None]:
+        """``SQLStore._reading_closed``: a connection of its own for the read."""
+        try:
+            conn = self._connect()
+        except Exception as exc:
+            raise self._fail("connecting", exc) from exc
+        self._conn, self._closed = conn, False
+        try:
+            yield
+        finally:
+            self._conn, self._closed = None, True
+            with contextlib.suppress(Exception):
+                conn.close()
+
     # -- changes ----------------------------------------------------------------------------------
 
     def load_rows(self) -> list[JobRow]:

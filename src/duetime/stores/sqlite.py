@@ -340,6 +340,28 @@ class SQLiteStore(SQLStore):
         """Whether the connection is open."""
         return self._db is not None
 
+    @contextlib.contextmanager
+    def _reading_closed(self) -> Iterator[None]:
+        """``SQLStore._reading_closed``: the file opened read-only for the read."""
+        if self.path == ":memory:":
+            raise StoreError(repr(self.path), "the store is closed", "its scheduler was shut down")
+        try:
+            db = sqlite3.connect(
+                Path(self.path).resolve().as_uri() + "?mode=ro",
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+            )
+        except sqlite3.Error as exc:
+            raise self._fail("opening", exc) from exc
+        self._db = db
+        try:
+            yield
+        finally:
+            self._db = None
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+
     # -- reading jobs -----------------------------------------------------------------------------
 
     def load_rows(self) -> list[JobRow]:
