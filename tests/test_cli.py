@@ -350,6 +350,28 @@ def test_every_bad_argument_exits_2_with_one_line(
     assert line.startswith("python -m duetime") and message in line and "Traceback" not in line
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["jobs", "--store", "sqlite:///x.db", "--state", "bogus"],
+            "python -m duetime jobs: error: argument --state: invalid choice: 'bogus'",
+        ),
+        (
+            ["runs", "--store", "sqlite:///x.db", "-z"],
+            "python -m duetime runs: error: unrecognized arguments: -z",
+        ),
+        (["demo", "extra"], "python -m duetime demo: error: unrecognized arguments: extra"),
+    ],
+)
+def test_a_subcommand_s_bad_argument_is_reported_under_its_name(
+    capsys: pytest.CaptureFixture[str], argv: list[str], line: str
+) -> None:
+    # (They said "python -m duetime: error:", as if the top-level command had refused them.)
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(line)
+
+
 def test_bad_arguments_exit_2_without_a_traceback_in_a_real_process() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "duetime", "cron", "0 9 * * *", "-n", "-1"],

@@ -123,12 +123,17 @@ _MAX_COUNT = 10_000
 
 
 class _Usage(Exception):
-    """A bad command-line argument: one line on stderr, exit status 2."""
+    """A bad command-line argument: one line on stderr, exit status 2. ``prog``: the
+    (sub)command whose parser refused it, when known."""
+
+    def __init__(self, message: str, prog: str | None = None) -> None:
+        super().__init__(message)
+        self.prog = prog
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise _Usage(message)
+        raise _Usage(message, self.prog)
 
 
 def _local(when: datetime, tz: tzinfo) -> str:
@@ -412,7 +417,9 @@ def change(url: str, action: str, id: str) -> int:
 def _parser() -> _Parser:
     parser = _Parser(
         prog="python -m duetime",
-        description="duetime's command line: a demo, and a preview of cron expressions.",
+        description="duetime's command line: a demo, a preview of cron expressions, and the "
+        "jobs and runs of a durable store (list them; cancel, pause, resume, trigger or retry "
+        "one).",
         epilog="Bad arguments exit with status 2 and one line saying what was wrong.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -493,7 +500,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m duetime``: returns the exit status (2: bad arguments)."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        # (Arguments the subcommand does not take are its error, named after it, as argparse
+        # would name the top-level command.)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            raise _Usage(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "demo":
             return demo()
         if args.command == "cron":
@@ -507,7 +518,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return runs(args.store, args.job, args.state, args.n)
             return change(args.store, args.command, args.id)
     except _Usage as exc:
-        command = f"{parser.prog} {args.command}" if "args" in locals() else parser.prog
+        command = exc.prog or parser.prog
+        if exc.prog is None and "args" in locals():
+            command = f"{parser.prog} {args.command}"
         print(f"{command}: error: {exc} (see --help)", file=sys.stderr)
         return 2
     except DuetimeError as exc:
