@@ -1200,6 +1200,30 @@ def test_runs_can_be_read_after_shutdown(open_scheduler: Opener, calls: Calls) -
         s.schedule("record", 5)
 
 
+def test_a_store_object_serves_a_new_scheduler_once_its_own_shut_down(
+    open_scheduler: Opener, clock: FakeClock, calls: Calls
+) -> None:
+    # (A restart on the same object was refused: "store must not be in use".)
+    first = open_scheduler()
+    store = first.store
+    first.schedule("record", FixedRate(10), id="tick")
+    first.run_for(10)
+    with pytest.raises(InvalidArgument, match="store must not be in use"):
+        Scheduler(clock, store=store)  # (its scheduler is still going)
+    first.shutdown()
+    again = open_scheduler(store=store)
+    assert again.store is store and store.owner is again
+    assert [j.id for j in again.jobs()] == ["tick"]
+    assert again.run_for(10) == 1
+    assert calls.keys == ["tick@2026-03-02T08:00:10+00:00", "tick@2026-03-02T08:00:20+00:00"]
+    assert [r.state for r in again.runs()] == ["succeeded", "succeeded"]
+    # The old scheduler keeps what it held, apart: the new one's jobs are not its.
+    with pytest.raises(SchedulerShutdownError):
+        first.schedule("record", 5)
+    (old,) = first.jobs()
+    assert old.id == "tick" and old is not again.get("tick") and first.store is not store
+
+
 def test_backfill_keeps_to_the_recurrence_s_start(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:

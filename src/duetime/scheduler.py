@@ -404,10 +404,20 @@ class Scheduler:
                 f"such as 'sqlite:///jobs.db', got {store!r}"
             )
         elif store.owner is not None:
-            raise InvalidArgument(
-                f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
-                f"belongs to {store.owner!r}"
-            )
+            if (
+                getattr(store, "durable", False)
+                and not store.is_open  # type: ignore[attr-defined]
+                and getattr(store.owner, "_shutdown", False)
+            ):
+                # Its scheduler shut down: taken as a new store (a restart on the same object).
+                # The old scheduler keeps what it held, on a copy: its jobs stay its own.
+                owner: Any = store.owner
+                owner._store = store.renew()  # type: ignore[attr-defined]
+            else:
+                raise InvalidArgument(
+                    f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
+                    f"belongs to {store.owner!r}"
+                )
         if rng is None:
             rng = random.Random()
         elif not isinstance(rng, random.Random):

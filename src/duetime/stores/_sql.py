@@ -1003,6 +1003,24 @@ class SQLStore(MemoryStore):
         )
         return {row[0] for row in rows}
 
+    def _fresh(self) -> SQLStore:
+        """A new, unopened store of the same place and settings (see ``renew``)."""
+        raise NotImplementedError
+
+    def renew(self) -> SQLStore:
+        """Make this closed store as it was new, for another Scheduler to open: its first one
+        shut down (a program that restarts its scheduler on the same store object). Returns a
+        closed copy holding what the old scheduler had in memory, for it to keep answering
+        from (its jobs must not become the new one's); the new one loads all from the store."""
+        if self.is_open:
+            raise RuntimeError("renew() needs a closed store")
+        kept, fresh = self._fresh(), self._fresh()
+        for cls in type(self).__mro__:
+            for name in cls.__dict__.get("__slots__", ()):
+                setattr(kept, name, getattr(self, name))
+                setattr(self, name, getattr(fresh, name))
+        return kept
+
     def _reading_closed(self) -> contextlib.AbstractContextManager[None]:
         """A connection for one read while the store is closed (its scheduler shut down):
         opened here, closed after (each store says how)."""

@@ -529,7 +529,8 @@ class PostgresStore(SQLStore):
         connect_timeout: Seconds to wait for the server when connecting (> 0; libpq counts
             whole seconds, so it is rounded, to at least 1). Default 5 seconds.
 
-    A store belongs to one Scheduler; open one per Scheduler (any number may share a
+    A store belongs to one Scheduler (a new one may take it once that one has shut down); open
+    one per Scheduler (any number may share a
     database and schema). Needs ``pip install "duetime[postgres]"`` (psycopg 3).
     """
 
@@ -1119,6 +1120,12 @@ class PostgresStore(SQLStore):
     def is_open(self) -> bool:
         """Whether the store is open (its connection may be down and about to be reopened)."""
         return not self._closed
+
+    def _fresh(self) -> PostgresStore:
+        fresh = PostgresStore(self.dsn, schema=self.schema)
+        fresh.poll_ns, fresh.retention_ns = self.poll_ns, self.retention_ns
+        fresh.connect_timeout = self.connect_timeout
+        return fresh
 
     @contextlib.contextmanager
     def _reading_closed(self) -> Iterator[None]:

@@ -114,7 +114,8 @@ class SQLiteStore(SQLStore):
         retention: How long finished runs, and rows of ended jobs, are kept (seconds or a
             timedelta). Default 7 days.
 
-    A store belongs to one Scheduler; open one per Scheduler (several may name one file).
+    A store belongs to one Scheduler; open one per Scheduler (several may name one file). Once
+    its Scheduler has shut down, a new one may take it (a restart on the same object).
     """
 
     __slots__ = ("_db", "_seen", "_version", "busy_timeout", "path")
@@ -339,6 +340,12 @@ class SQLiteStore(SQLStore):
     def is_open(self) -> bool:
         """Whether the connection is open."""
         return self._db is not None
+
+    def _fresh(self) -> SQLiteStore:
+        fresh = SQLiteStore(self.path)
+        fresh.busy_timeout, fresh.poll_ns = self.busy_timeout, self.poll_ns
+        fresh.retention_ns = self.retention_ns
+        return fresh
 
     @contextlib.contextmanager
     def _reading_closed(self) -> Iterator[None]:
