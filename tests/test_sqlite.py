@@ -1472,6 +1472,56 @@ def test_a_job_on_an_executor_this_process_lacks_is_left_to_a_process_that_has_i
             having.shutdown()
 
 
+def test_a_process_lacking_a_job_s_executor_takes_none_of_its_runs_over(
+    db: Path, calls: Calls
+) -> None:
+    # It took a lost run over, never started it (the runner leaves such jobs alone) and held
+    # its lease for ever: here it would also have refused the stalled owner's outcome.
+    clocks = [FakeClock(T0), FakeClock(T0)]
+    lacking = Scheduler(clocks[1], store=SQLiteStore(db), lease=30)
+    lacking.register("report", calls.record)
+
+    def stall() -> None:
+        polled = lacking._next_poll
+        clocks[1].advance(50)  # past the lease, on the clock of the process lacking it
+        until(lambda: lacking._next_poll != polled, what="a poll of the process lacking it")
+        calls.record()
+
+    with ThreadPoolExecutor(1) as reports:
+        having = Scheduler(
+            clocks[0], store=SQLiteStore(db), lease=30, executors={"reports": reports}
+        )
+        try:
+            having.register("report", stall)
+            having.schedule("report", 10, id="r", executor="reports")
+            lacking.start()
+            assert having.run_for(10) == 1
+            assert [(r.state, r.attempt) for r in having.runs()] == [("succeeded", 1)]
+            assert lacking.wait_idle(WAIT) and len(calls.keys) == 1
+        finally:
+            having.shutdown()
+            lacking.shutdown()
+
+
+def test_without_a_runner_a_job_runs_here_whatever_its_executor(db: Path, calls: Calls) -> None:
+    # trigger() (and time stepped by hand) run in the calling thread, where no executor is
+    # missing: a web process's trigger() of a job on a worker's executor was lost.
+    clock = FakeClock(T0)
+    with ThreadPoolExecutor(1) as reports:
+        worker = Scheduler(clock, store=SQLiteStore(db), executors={"reports": reports})
+        worker.register("report", calls.record)
+        worker.schedule("report", 3600, id="r", executor="reports")
+        worker.shutdown()
+    web = Scheduler(clock, store=SQLiteStore(db))
+    web.register("report", calls.record)
+    try:
+        web.trigger("r")
+        assert len(calls.keys) == 1 and calls.keys[0].startswith("r@trigger")
+        assert web.run_for(3600) == 1
+    finally:
+        web.shutdown()
+
+
 def test_registering_a_task_after_loading_queues_each_job_once(
     db: Path, clock: FakeClock, calls: Calls
 ) -> None:

@@ -3073,8 +3073,10 @@ class Scheduler:
             if row is None or row.state in ENDED_STATES:
                 store.mark_lost(key, now)
             return
-        if type(job.func) is MissingTask:
-            return  # a process that runs this task will take it
+        if type(job.func) is MissingTask or (
+            self._runner is not None and self._lacks(job._opts.executor)
+        ):
+            return  # a process that runs this task (on that executor) will take it
         if worker == store.worker and job._running:
             return  # still running here: a late heartbeat, not a lost run
         if not store.take_over(key, worker, attempt, now, self._lease):
@@ -3120,6 +3122,11 @@ class Scheduler:
                 job._id,
                 task,
             )
+
+    def _lacks(self, executor: str | None) -> bool:
+        """Whether a job of ``executor`` (its name, None for the default) cannot run here: a
+        durable store's job of an executor another process has and this one does not."""
+        return executor is not None and executor not in self._executors_spec
 
     def _leave_to_others(self, job: Job, executor: str) -> None:
         """A due occurrence of a job whose executor this process does not have (another
@@ -3314,7 +3321,9 @@ class Scheduler:
             self._park(job)
             return None
         executor = job._opts.executor
-        if executor is not None and executor not in self._executors_spec:
+        if self._runner is not None and self._lacks(executor):
+            # (Without a runner, time stepped by hand or trigger() runs it in the calling
+            # thread, as every job whatever its executor: nothing here is missing.)
             if not regular:
                 key.due = due
             self._leave_to_others(job, executor)
