@@ -3321,7 +3321,7 @@ class Scheduler:
             self._park(job)
             return None
         executor = job._opts.executor
-        if self._runner is not None and self._lacks(executor):
+        if executor is not None and self._runner is not None and self._lacks(executor):
             # (Without a runner, time stepped by hand or trigger() runs it in the calling
             # thread, as every job whatever its executor: nothing here is missing.)
             if not regular:
