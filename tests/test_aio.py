@@ -18,6 +18,7 @@ from duetime import (
     AsyncScheduler,
     FakeClock,
     FixedRate,
+    JobStarted,
     JobState,
     JobSucceeded,
     Scheduler,
@@ -404,6 +405,40 @@ def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> Non
     s, job = box["s"], box["job"]
     assert s.stats().running == 0
     assert job.state is JobState.FAILED
+
+
+@pytest.mark.parametrize("kind", ["coroutine", "plain in a process pool"])
+def test_a_listener_s_base_exception_on_the_loop_leaves_no_run_half_begun(
+    kind: str,
+) -> None:
+    # The loop runs in the main thread, where a listener's SystemExit (or KeyboardInterrupt)
+    # reaches the caller; the run it was about to start stayed RUNNING for good (running 1).
+    clock = FakeClock()
+    box: dict[str, Any] = {}
+
+    async def work() -> None:
+        pass
+
+    def interrupting(event: object) -> None:
+        raise SystemExit(3)
+
+    async def main() -> None:
+        with cf.ProcessPoolExecutor(1) as pool:
+            s = AsyncScheduler(clock=clock, executors={"procs": pool})
+            box["s"] = s
+            s.subscribe(interrupting, JobStarted)
+            async with s:
+                if kind == "coroutine":
+                    box["job"] = s.schedule(work, FixedRate(10))
+                else:
+                    box["job"] = s.schedule(print, FixedRate(10), executor="procs")
+                clock.advance(10)
+                await s.idle()
+
+    with pytest.raises(SystemExit):
+        asyncio.run(main())
+    s, job = box["s"], box["job"]
+    assert s.stats().running == 0 and job.state is JobState.SCHEDULED
 
 
 def test_start_outside_a_loop_is_refused_with_the_way_to_do_it() -> None:

@@ -551,12 +551,12 @@ def test_a_listener_s_keyboard_interrupt_stops_a_run_stepped_by_hand(clock: Fake
         raise KeyboardInterrupt
 
     unsubscribe = s.subscribe(interrupting, JobStarted)
-    s.schedule(lambda: None, FixedRate(10), id="r")
+    rate = s.schedule(lambda: None, FixedRate(10), id="r")
     with pytest.raises(KeyboardInterrupt):
         s.run_for(10)
-    assert s.stats().running == 0
+    assert s.stats().running == 0 and rate.state is JobState.SCHEDULED
     unsubscribe()
-    assert s.run_for(10) == 1
+    assert s.run_for(10) == 1  # (its next, at 20 s: the one at 10 s was abandoned)
 
 
 def test_wait_idle_after_shutdown_without_wait_waits_for_the_runs_still_going(

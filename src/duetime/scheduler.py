@@ -2028,7 +2028,14 @@ class Scheduler:
                 self._to_datetime(occ[1], occ[2]),
                 occ[3],
             )
-            self._emit([started])
+            try:
+                self._emit([started])
+            except BaseException:
+                # A listener's KeyboardInterrupt or SystemExit in the main thread (time stepped
+                # by hand, or an asyncio runner's loop there), which reaches the caller: the
+                # run never began, and is undone rather than left running for good.
+                self._abandon(occ, failed=True)
+                raise
 
     def _finish_outcome(self, occ: Occ, result: Any, error: Exception | None) -> None:
         """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
@@ -2138,12 +2145,7 @@ class Scheduler:
             self._abandon(occ, lost=True)
             return None
         if self._watch:
-            try:
-                self._emit_started(occ)
-            except BaseException:
-                # (A listener's KeyboardInterrupt in the main thread: the run never began.)
-                self._abandon(occ, failed=True)
-                raise
+            self._emit_started(occ)
         token = _current.set(occ)
         try:
             kwargs = job.kwargs
