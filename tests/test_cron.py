@@ -176,6 +176,7 @@ def test_wildcard_classification() -> None:
             r"got '7/1'; write 0/1 to start from Sunday, or 7 for Sundays",
         ),
         ("0 0 * * 07/3", r"nothing follows 7, got '07/3'"),
+        ("0 0 * * 007/1", r"nothing follows 7, got '007/1'"),
         # A typo with an l or a w in it is a typo, not L or W out of place.
         (
             "0 0 * jully *",

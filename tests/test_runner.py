@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -570,13 +571,27 @@ def test_wait_idle_after_shutdown_without_wait_waits_for_the_runs_still_going(
     until(lambda: s.stats().running == 1, what="the run to start")
     s.shutdown(wait=False)
     assert s.wait_idle(0) is False
-    threading.Timer(0.05, release.set).start()
+
+    def release_once_waited_for() -> None:
+        # (The run ends only once wait_idle waits on the scheduler's condition: it has to wait.)
+        until(lambda: bool(s._cond._waiters), what="wait_idle to wait")  # type: ignore[attr-defined]
+        release.set()
+
+    releaser = threading.Thread(target=release_once_waited_for)
+    releaser.start()
     assert s.wait_idle(timedelta(seconds=WAIT)) is True
+    releaser.join(WAIT)
     assert s.stats().succeeded == 1
     # Nothing running, something due: nobody will run it, and it says so at once.
     s2 = Scheduler(clock=clock)
     s2.schedule(print, 0)
     assert s2.wait_idle(WAIT) is False
+    # From inside a run stepped by hand, its own run is no reason to wait (it waited for ever).
+    answers: list[bool] = []
+    s2.schedule(lambda: answers.append(s2.wait_idle(WAIT)), 1)
+    began = time.monotonic()
+    assert s2.run_for(1) == 2 and answers == [False]  # (at once: its own run is going)
+    assert time.monotonic() - began < WAIT / 2
 
 
 def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:

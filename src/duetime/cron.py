@@ -441,7 +441,7 @@ def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
             base, step = match.groups()
             if step is not None and not (_digits(step) and int(step) >= 1):
                 refuse(f"must be stepped by a whole number of 1 or more, got {item!r}")
-            if step is not None and name == "day_of_week" and base in ("7", "07"):
+            if step is not None and name == "day_of_week" and _digits(base) and int(base) == 7:
                 # ('n/s' runs to Saturday, so '7/1' is empty; croniter read it as '0/1', every
                 # day, and cronsim as Sundays: said rather than guessed.)
                 refuse(

@@ -4221,7 +4221,8 @@ class Scheduler:
             True if idle was reached, False on timeout.
 
         Raises:
-            InvalidArgument: ``timeout`` is negative, NaN or infinite.
+            InvalidArgument: ``timeout`` is negative, NaN, infinite or more than a thousand
+                years.
             TypeError: ``timeout`` is not a number of seconds or a timedelta.
         """
         seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
@@ -4229,10 +4230,14 @@ class Scheduler:
         if runner is not None:
             return runner.wait_idle(seconds)
         deadline = None if seconds is None else real_monotonic() + seconds
+        # (Not from inside a run of this scheduler, stepped by hand: it counts among those
+        # running, and would wait for itself for ever.)
+        occ = _current.get()
+        mine = occ is not None and occ[0]._sched is self
         with self._cond:
             # (Polled in short slices: a run ending with no runner wakes nobody, and a notify
             # there would cost every run stepped by hand.)
-            while self._running_total:
+            while self._running_total and not mine:
                 left = _IDLE_SLICE if deadline is None else deadline - real_monotonic()
                 if left <= 0:
                     break
