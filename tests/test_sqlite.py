@@ -1224,6 +1224,19 @@ def test_a_store_object_serves_a_new_scheduler_once_its_own_shut_down(
     assert old.id == "tick" and old is not again.get("tick") and first.store is not store
 
 
+def test_an_id_taken_during_a_batch_is_not_told_to_pass_replace(open_scheduler: Opener) -> None:
+    # (It said "pass replace=True to reschedule it" to a call that had.)
+    a, b = open_scheduler(), open_scheduler()
+    b.schedule("record", 3600, id="x")  # (a has not read it)
+    with (
+        pytest.raises(ConflictingIdError, match=r"'x' is already scheduled; another process added"),
+        a.batch(),
+    ):
+        a.schedule("record", 60, id="x", replace=True)
+    a.schedule("record", 60, id="x", replace=True)  # (alone, it takes b's job over)
+    assert a.get("x") is not None and len(a) == 1
+
+
 def test_backfill_keeps_to_the_recurrence_s_start(
     open_scheduler: Opener, clock: FakeClock, calls: Calls
 ) -> None:
@@ -2612,7 +2625,11 @@ def test_a_run_in_a_batch_whose_new_id_is_taken_runs_nothing_and_loses_nothing(
             with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
                 s.trigger("a") if drive == "trigger" else s.run_pending()
 
-    with pytest.raises(ConflictingIdError, match="'n' is already scheduled"):
+    with pytest.raises(
+        ConflictingIdError,
+        match=r"'n' is already scheduled; another process added a job under it during this "
+        r"batch, so none of the batch's changes is stored: run the batch again",
+    ):
         changes()
     assert calls.keys == []
     assert [r.key for r in open_scheduler().runs()] == []

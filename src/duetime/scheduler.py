@@ -856,8 +856,15 @@ class Scheduler:
                         # Another process added this id since this one looked (copies of an
                         # application declaring the same job at start-up): with replace, take
                         # its job in and give it these parameters.
-                        if not replace or id is None or not self._take_in(id):
+                        if not replace or id is None:
                             raise
+                        if not self._take_in(id):
+                            raise ConflictingIdError(
+                                id,
+                                "another process added a job under it at the same moment, and "
+                                "it could not be read back to be replaced (the store failed, "
+                                "or the job ended meanwhile): try again",
+                            ) from None
                         return self._schedule(
                             func if task_name is None else task_name,
                             when,

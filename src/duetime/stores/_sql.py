@@ -52,6 +52,14 @@ _QUEUED = (
 )
 
 
+# Why a batch's new job could not go in. (Its rows go in together, at its end or before a
+# claim in it: too late for replace=True to take the other job over, as it does alone.)
+_TAKEN_IN_BATCH = (
+    "another process added a job under it during this batch, so none of the batch's changes "
+    "is stored: run the batch again (with replace=True, the job is then taken over)"
+)
+
+
 def running_elsewhere(job_id: str, now: str, started: str = "") -> str:
     """The condition that another worker's run of job ``job_id`` is going at ``now`` (its lease
     not run out), and with ``started``, that it started so (``"< due"``: before the fire being
@@ -610,7 +618,7 @@ class SQLStore(MemoryStore):
             return
         taken = self._insert_now(self._pending, self._pending_now)
         if taken:
-            raise ConflictingIdError(taken[0])
+            raise ConflictingIdError(taken[0], _TAKEN_IN_BATCH)
         self._pending = []
 
     @contextlib.contextmanager
@@ -646,7 +654,7 @@ class SQLStore(MemoryStore):
                 if pending:
                     taken = self._insert_now(pending, self._pending_now)
                     if taken:
-                        raise ConflictingIdError(taken[0])
+                        raise ConflictingIdError(taken[0], _TAKEN_IN_BATCH)
             finally:
                 self._batch = 0
                 self._pending = []
