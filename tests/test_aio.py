@@ -28,7 +28,7 @@ from duetime import (
 )
 from duetime.testing import FAKE_START
 
-from .conftest import fresh_python
+from .conftest import WAIT, fresh_python
 
 
 def test_coroutine_jobs_run_as_tasks_when_fake_time_moves() -> None:
@@ -439,6 +439,51 @@ def test_a_listener_s_base_exception_on_the_loop_leaves_no_run_half_begun(
         asyncio.run(main())
     s, job = box["s"], box["job"]
     assert s.stats().running == 0 and job.state is JobState.SCHEDULED
+
+
+def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path) -> None:
+    # As the thread runner's: waiting for its runs, the stopping loop renewed no lease, and
+    # another worker took a run longer than the lease over and ran it a second time.
+    clocks = [FakeClock(start=FAKE_START), FakeClock(start=FAKE_START)]
+    db = tmp_path / "j.db"
+    other = Scheduler(clocks[1], store=SQLiteStore(db), lease=0.3)
+    ran_there: list[int] = []
+    other.register("slow", lambda: ran_there.append(1))
+
+    async def main() -> None:
+        one = AsyncScheduler(clocks[0], store=SQLiteStore(db), lease=0.3)
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def slow() -> None:
+            started.set()
+            await release.wait()
+
+        one.register("slow", slow)
+        one.schedule("slow", 10, id="s")
+        await one.start()
+        clocks[0].advance(10)  # claimed, its lease until 10.3 s
+        await asyncio.wait_for(started.wait(), WAIT)
+        closing = asyncio.ensure_future(one.aclose())
+        while clocks[0]._callbacks:  # (until the loop has stopped: it no longer watches)
+            await asyncio.sleep(0)
+        polled = one._next_poll
+        clocks[0].advance(0.25)  # a poll is due: the waiting close renews, until 10.55 s
+        for _ in range(int(WAIT / 0.001)):
+            if one._next_poll != polled:
+                break
+            await asyncio.sleep(0.001)
+        assert one._next_poll != polled, "the lease was not renewed"
+        clocks[1].advance(10.4)
+        assert other.run_pending() == 0  # not taken over: its lease holds
+        release.set()
+        await asyncio.wait_for(closing, WAIT)
+
+    try:
+        asyncio.run(main())
+        assert ran_there == []
+        assert [(r.state, r.attempt) for r in other.runs()] == [("succeeded", 1)]
+    finally:
+        other.shutdown()
 
 
 def test_start_outside_a_loop_is_refused_with_the_way_to_do_it() -> None:

@@ -141,15 +141,34 @@ class AsyncRunner(HeadWatcher):
                     # A process pool's job is cancelled only if it has not started; cancelling
                     # its asyncio wrapper would drop the outcome of one that runs on.
                     (task if pooled is None else pooled).cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            for started, finished in plain:
-                # A thread cannot be cancelled: a plain function that started runs to its end,
-                # and its outcome is recorded before the scheduler closes its store (a durable
-                # store's run was otherwise left running, to be run again after its lease).
-                if started["started"]:
-                    await finished.wait()
+            # With a durable store, the loop above renewed the leases of the runs going on
+            # here; waiting for them, this does (another process took a run longer than the
+            # lease over, and ran it a second time, during a clean shutdown).
+            renewing = asyncio.ensure_future(self._renew()) if s.poll and tasks else None
+            try:
+                if tasks:
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                for started, finished in plain:
+                    # A thread cannot be cancelled: a plain function that started runs to its
+                    # end, and its outcome is recorded before the scheduler closes its store (a
+                    # durable store's run was otherwise left running, to be run again after its
+                    # lease).
+                    if started["started"]:
+                        await finished.wait()
+            finally:
+                if renewing is not None:
+                    renewing.cancel()
             s.emit([SchedulerStopped(s.now())])
+
+    async def _renew(self) -> None:
+        """Renew this process's leases at every poll interval (real seconds), until cancelled."""
+        import asyncio
+
+        s = self._s
+        while True:
+            await asyncio.sleep(s.poll / NS_PER_SECOND)
+            with s.lock:
+                s.renew()
 
     def _dispatch(self, occ: Occ) -> None:
         """Start one occurrence: a coroutine as a task on the loop; a plain function in its
