@@ -169,6 +169,7 @@ def test_wildcard_classification() -> None:
         ("0 0 1 * 1#2,8#1", r"the day-of-week field has '8#1', no form of L, W or #"),
         ("0 0 * L *", r"the month field has 'L', which belongs in a day field"),
         ("0 L * * *", r"the hour field has 'L', which belongs in a day field"),
+        ("0 0 l L *", r"the month field has 'L'"),  # (as written there, not the day's 'l')
         # 'n/s' runs up to Saturday: nothing follows 7 (croniter read '7/1' as every day).
         (
             "0 0 * * 7/1",

@@ -399,10 +399,22 @@ def _field_name(name: str) -> str:
     return "day-of-month" if name == "day" else name.replace("_", "-")
 
 
-def _as_written(expr: str, item: str) -> str:
-    """``item`` (lower-cased, as the fields are read) as ``expr`` spells it."""
-    at = expr.lower().find(item)
-    return item if at < 0 else expr[at : at + len(item)]
+# Each field's place counted from the end of an expression (5 or 6 fields).
+_FROM_END = {
+    "day-of-week": -1,
+    "month": -2,
+    "day-of-month": -3,
+    "hour": -4,
+    "minute": -5,
+    "second": -6,
+}
+
+
+def _as_written(expr: str, item: str, field: str) -> str:
+    """``item`` of ``field`` (lower-cased, as the fields are read) as ``expr`` spells it."""
+    written = expr.split()[_FROM_END[field]]
+    at = written.lower().find(item)
+    return item if at < 0 else written[at : at + len(item)]
 
 
 def _check_fields(fields: list[str], expr: str, keywords: set[str]) -> None:
@@ -583,10 +595,11 @@ def _plain_field(field: str, names: dict[str, int], expr: str, name: str) -> str
     ``W`` and ``#`` are refused there (croniter would otherwise be left to guess)."""
     plain, special = _items(field, names)
     if special:
+        written = _as_written(expr, special[0], name)
         raise InvalidArgument(
             f"expr is not a valid cron expression: {expr!r} (the {name} field has "
-            f"{_as_written(expr, special[0])!r}, which belongs in a day field: L, W and # mean "
-            f"days of the month or of the week)"
+            f"{written!r}, which belongs in a day field: L, W and # mean days of the month or "
+            f"of the week)"
         )
     return ",".join(plain)
 
@@ -639,10 +652,11 @@ def _union(fields: list[str], expr: str) -> tuple[str, ...]:
             if odd and ("not acceptable" in reason or "bands" in reason):
                 # (croniter's own words: "it is not acceptable", "bands 'l-2' in field 2".)
                 item, field = odd[0]
+                written = _as_written(expr, item, field)
                 reason = (
-                    f"the {field} field has {_as_written(expr, item)!r}, no form of L, W or # "
-                    f"duetime reads: the day of the month takes L, LW and 15W, the day of the "
-                    f"week 5L (or L5, friL), mon#2 and mon-fri#1"
+                    f"the {field} field has {written!r}, no form of L, W or # duetime reads: "
+                    f"the day of the month takes L, LW and 15W, the day of the week 5L (or L5, "
+                    f"friL), mon#2 and mon-fri#1"
                 )
             raise InvalidArgument(
                 f"expr is not a valid cron expression: {expr!r} ({reason})"
