@@ -133,6 +133,53 @@ def test_window_intervals_overnight_and_dst() -> None:
     assert b - a == 7 * 3600
 
 
+@pytest.mark.parametrize(
+    ("start", "end", "day", "hours"),
+    [
+        # Spring forward, 02:00 -> 03:00 on 29 March: the hour that does not exist is not open.
+        ("01:00", "02:30", (3, 29), [("01:00+0100", "03:00+0200")]),
+        ("02:15", "02:45", (3, 29), []),
+        ("02:30", "04:00", (3, 29), [("03:00+0200", "04:00+0200")]),
+        # Fall back, 03:00 -> 02:00 on 25 October: both passes of what the window holds.
+        ("01:00", "02:30", (10, 25), [("01:00+0200", "02:30+0200"), ("02:00+0100", "02:30+0100")]),
+        ("02:30", "04:00", (10, 25), [("02:30+0200", "02:00+0100"), ("02:30+0100", "04:00+0100")]),
+    ],
+)
+def test_window_openings_hold_exactly_its_local_times_on_dst_days(
+    start: str, end: str, day: tuple[int, int], hours: list[tuple[str, str]]
+) -> None:
+    # Both ends were read by PEP 495 fold=0: on the spring day "to 02:30" was open until 03:30
+    # (03:00-03:29 fired, outside the window), "02:15-02:45" at 03:15-03:45; on the autumn day
+    # "from 02:30" opened 02:00-02:29 of the second pass, and "to 02:30" missed it.
+    after = int(datetime(2026, *day, tzinfo=BERLIN).timestamp())
+    window = Window(start, end, tz="Europe/Berlin")
+    found = []
+    for a, b in window.intervals(after, BERLIN):
+        if a >= after + 86400:
+            break
+        found.append(tuple(datetime.fromtimestamp(t, BERLIN).strftime("%H:%M%z") for t in (a, b)))
+    assert found == hours
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "month", "day"), [("01:00", "02:30", 3, 28), ("02:30", "04:00", 10, 24)]
+)
+def test_poisson_in_a_window_across_dst_days_never_fires_outside_it(
+    start: str, end: str, month: int, day: int
+) -> None:
+    clock = FakeClock(start=datetime(2026, month, day, tzinfo=timezone.utc))
+    s = Scheduler(clock=clock, tz="Europe/Berlin", rng=random.Random(2))
+    seen: list[datetime] = []
+    s.schedule(
+        lambda: seen.append(clock.now().astimezone(BERLIN)),
+        Poisson(per_day=2000, window=Window(start, end)),
+    )
+    s.run_for(3 * 86400)
+    low, high = time.fromisoformat(start), time.fromisoformat(end)
+    assert len(seen) > 3000
+    assert [t for t in seen if not low <= t.time() < high] == []
+
+
 def simulate(rec: Poisson, days: int, seed: int, start: datetime) -> list[int]:
     e = env(seed, start)
     if rec.timebase:  # monotonic: the fake monotonic clock starts at 0

@@ -145,19 +145,60 @@ class Window:
         day = datetime.fromtimestamp(after, z).date() - timedelta(days=1)
         while True:
             if day.weekday() in self._days:
-                a = _instant(day, self._start_s, z)
-                b = _instant(day, self._end_s, z)
-                if b > after and b > a:
-                    yield a, b
+                for a, b in _opening(day, self._start_s, self._end_s, z):
+                    if b > after:
+                        yield a, b
             day += timedelta(days=1)
 
 
-def _instant(day: date, seconds: int, tz: tzinfo) -> int:
-    """Epoch second of local ``day`` + ``seconds`` (may exceed a day), PEP 495 fold=0."""
-    extra, sec = divmod(seconds, 86400)
-    d = day + timedelta(days=extra)
-    local = datetime(d.year, d.month, d.day, sec // 3600, sec % 3600 // 60, sec % 60, tzinfo=tz)
-    return int(local.timestamp())
+_EPOCH_DAY = date(1970, 1, 1)
+
+# UTC offsets lie within this many seconds of zero (-12:00 to +14:00, with room).
+_OFFSET_MOST = 15 * 3600
+
+
+def _offset(t: int, tz: tzinfo) -> int:
+    """The UTC offset of ``tz`` at epoch second ``t``, in seconds."""
+    off = datetime.fromtimestamp(t, tz).utcoffset()
+    return 0 if off is None else int(off.total_seconds())
+
+
+def _opening(day: date, start: int, end: int, tz: tzinfo) -> list[tuple[int, int]]:
+    """The instants (epoch seconds, as intervals in order) whose local time in ``tz`` is from
+    ``day`` + ``start`` seconds up to ``day`` + ``end`` (which may pass midnight).
+
+    Exactly those: a window's end or start in a spring-forward gap is where the clocks jump
+    (the hour that does not exist is not open), and a fall-back fold opens both passes of the
+    local times inside the window and neither pass of those outside it. (Reading both ends by
+    PEP 495 fold=0 opened local times outside the window: 03:00-03:29 for a window to 02:30 on
+    the spring day, 02:00-02:29 of the second pass for one from 02:30 on the autumn day.)"""
+    midnight = (day - _EPOCH_DAY).days * 86400  # the day's local midnight, read as if UTC
+    lo, hi = midnight + start, midnight + end
+    out: list[tuple[int, int]] = []
+    # Each stretch of one offset, over every instant that could read as such a local time.
+    t, last = lo - _OFFSET_MOST, hi + _OFFSET_MOST
+    while t < last:
+        off = _offset(t, tz)
+        stop = last
+        if _offset(last - 1, tz) != off:
+            # The first change of offset after t: found to the second (zones change on whole
+            # seconds), by halving.
+            a, b = t, last - 1
+            while b - a > 1:
+                mid = (a + b) // 2
+                if _offset(mid, tz) == off:
+                    a = mid
+                else:
+                    b = mid
+            stop = b
+        a, b = max(t, lo - off), min(stop, hi - off)
+        if a < b:
+            if out and out[-1][1] == a:
+                out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+        t = stop
+    return out
 
 
 def _open_intervals(windows: Sequence[Window], after: int, tz: tzinfo) -> Iterator[tuple[int, int]]:
