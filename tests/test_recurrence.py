@@ -8,6 +8,7 @@ import random
 import statistics
 from collections import Counter
 from datetime import datetime, time, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -100,9 +101,16 @@ def test_poisson_type_errors() -> None:
         (("25:00", "26:00"), "not a time of day"),
         (("9am", "5pm"), "must be 'HH:MM'"),
         (("24:00", "01:00"), "start must be before 24:00"),
+        # (The zone of an aware time was dropped without a word: 09:00 Tokyo opened 09:00 UTC.)
+        (
+            (time(9, tzinfo=ZoneInfo("Asia/Tokyo")), "18:00"),
+            r"start must be a time of day in whole seconds without a zone \(give the zone as "
+            r"Window\(\.\.\., tz=\.\.\.\)\)",
+        ),
+        (("09:00", time(17, 59, 59, 500_000)), "end must be a time of day in whole seconds"),
     ],
 )
-def test_window_bad_input(args: tuple[str, str], message: str) -> None:
+def test_window_bad_input(args: tuple[Any, Any], message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         Window(*args)
 

@@ -208,7 +208,8 @@ class JobMissed(JobEvent):
     """Occurrences of a recurring job were late beyond its grace and were coalesced or skipped.
 
     Attributes:
-        scheduled_time: The due time of the first missed occurrence.
+        scheduled_time: The due time of the oldest occurrence of the backlog (under
+            ``Misfire.RUN_ONCE``, the one that runs, carrying this due time, for them all).
         missed: How many occurrences did not run on their own (a lower bound when ``exact`` is
             False: counting a year of minutes one by one is not worth the time).
         exact: Whether ``missed`` is exact.

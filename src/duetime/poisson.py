@@ -36,6 +36,13 @@ _MAX_DAYS_SCANNED = 8  # a window open on any weekday opens within a week
 def _parse_clock(name: str, value: object) -> int:
     """``"HH:MM"`` (``"24:00"`` allowed) or a ``datetime.time`` -> seconds after midnight."""
     if isinstance(value, time):
+        if value.tzinfo is not None or value.microsecond:
+            # (Its zone was dropped without a word, and its microseconds: a window is whole
+            # seconds of local time in the window's tz=.)
+            raise InvalidArgument(
+                f"{name} must be a time of day in whole seconds without a zone (give the zone "
+                f"as Window(..., tz=...)), got {value!r}"
+            )
         return value.hour * 3600 + value.minute * 60 + value.second
     if not isinstance(value, str):
         raise TypeError(f"{name} must be 'HH:MM' or a datetime.time, got {value!r}")
