@@ -58,6 +58,53 @@ def test_api_surface_matches_the_standard_library() -> None:
         s.cancel(e1)
 
 
+@pytest.mark.parametrize(
+    "priorities",
+    [[(0, "b"), (0, "a"), (1, "a")], ["b", "a", "c"], [None, None], [0.5, 0, 1]],
+    ids=["tuples", "strs", "None", "numbers"],
+)
+def test_priorities_are_anything_that_orders_as_in_the_standard_library(
+    priorities: list[Any],
+) -> None:
+    # (Only numbers were taken: "priority must be a number" for what sched itself takes.)
+    def ran(module: Any) -> list[int]:
+        clock = FakeClock()
+        s = module.scheduler(clock.time, clock.advance)
+        out: list[int] = []
+        for i, p in enumerate(priorities):
+            s.enterabs(1, p, out.append, (i,))
+        s.run()
+        return out
+
+    assert ran(sched) == ran(stdlib_sched)
+
+
+def test_a_refused_event_leaves_nothing_behind() -> None:
+    # (A NaN time, or a priority that orders with nothing queued, left an event that made
+    # empty() False for good while queue was [] and run() found nothing.)
+    clock = FakeClock()
+    s = sched.scheduler(clock.time, clock.advance)
+    with pytest.raises(ValueError, match="time must not be NaN"):
+        s.enterabs(float("nan"), 0, print)
+    s.enterabs(1, 0, print)
+    with pytest.raises(TypeError):
+        s.enterabs(1, "x", print)  # (a str priority beside an int one: as sched, no order)
+    assert len(s.queue) == 1
+    s.cancel(s.queue[0])
+    assert s.empty() and s.queue == [] and s.run(blocking=False) is None
+
+
+def test_cancel_takes_an_equal_tuple_and_refuses_other_things_with_value_error() -> None:
+    clock = FakeClock()
+    s = sched.scheduler(clock.time, clock.advance)
+    event = s.enter(1, 0, print)
+    for wrong in (None, (1, 0), "event", [1, 0, ["unhashable"]]):
+        with pytest.raises(ValueError, match="not in the queue"):
+            s.cancel(wrong)  # type: ignore[arg-type]
+    s.cancel(tuple(event))  # type: ignore[arg-type]  # (as sched: an equal tuple names it)
+    assert s.empty()
+
+
 def test_cancel_of_an_event_that_already_ran_raises(capsys: pytest.CaptureFixture[str]) -> None:
     clock = FakeClock()
     s = sched.scheduler(clock.time, clock.advance)

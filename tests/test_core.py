@@ -88,6 +88,21 @@ def test_nan_due_is_refused_and_changes_nothing() -> None:
     assert [q.pop_due(5.0), q.pop_due(5.0), q.pop_due(5.0)] == ["c", "a", None]
 
 
+def test_a_due_that_orders_with_nothing_and_a_nan_priority_or_now_are_refused() -> None:
+    # (None went into an empty queue: len 1, peek() None, pop_due a raw TypeError, and the next
+    # good push refused as not comparing with it. pop_due(nan) popped what was not due.)
+    q: EventQueue[str] = EventQueue()
+    with pytest.raises(TypeError, match="due must be a value that orders"):
+        q.push("a", None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="priority must not be NaN, got nan"):
+        q.push("a", 1.0, float("nan"))  # type: ignore[arg-type]
+    assert len(q) == 0
+    q.push("b", 5.0)
+    with pytest.raises(ValueError, match="now must not be NaN, got nan"):
+        q.pop_due(float("nan"))
+    assert q.pop_due(4.0) is None and q.pop_due(5.0) == "b"
+
+
 def test_peek_and_head_skip_stale_entries() -> None:
     q: EventQueue[str] = EventQueue()
     q.push("a", 1)

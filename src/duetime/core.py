@@ -158,16 +158,26 @@ class EventQueue(LazyHeap, Generic[K]):
             priority: Lower pops first among entries with the same ``due``.
 
         Raises:
-            ValueError: ``due`` is NaN (it compares false with everything, so it would leave
-                the heap out of order and every later pop wrong). A plain ``ValueError``: the
-                core imports nothing, not even duetime's errors.
-            TypeError: ``priority`` is not a number, ``key`` is not hashable, or ``due`` does
-                not compare with the dues already queued (the queue is left as it was).
+            ValueError: ``due`` or ``priority`` is NaN (it compares false with everything, so
+                it would leave the heap out of order and every later pop wrong). A plain
+                ``ValueError``: the core imports nothing, not even duetime's errors.
+            TypeError: ``priority`` is not a number, ``key`` is not hashable, ``due`` does not
+                order (``None``), or it does not compare with the dues already queued (the
+                queue is left as it was).
         """
         if due != due:  # noqa: PLR0124 (NaN only: any type with != is accepted as it was)
             raise ValueError(f"due must not be NaN, got {due!r}")
         if not isinstance(priority, (int, float)):
             raise TypeError(f"priority must be a number, got {priority!r}")
+        if priority != priority:  # noqa: PLR0124
+            raise ValueError(f"priority must not be NaN, got {priority!r}")
+        if not self._heap:
+            # (Into an empty heap nothing is compared: a due that orders with nothing, None,
+            # went in, and the next good push was refused as not comparing with it.)
+            try:
+                due < due  # noqa: B015, PLR0124
+            except TypeError:
+                raise TypeError(f"due must be a value that orders (<), got {due!r}") from None
         entry = (due, priority, next(self._counter), key)
         # setdefault is one dict operation for the common case (a new key); a reschedule
         # overwrites the mapping below and leaves the old entry in the heap as stale. (First:
@@ -211,7 +221,13 @@ class EventQueue(LazyHeap, Generic[K]):
         return None if entry is None else entry[3]
 
     def pop_due_entry(self, now: float) -> Entry[K] | None:
-        """Like ``pop_due`` but return the whole entry ``(due, priority, seq, key)``."""
+        """Like ``pop_due`` but return the whole entry ``(due, priority, seq, key)``.
+
+        Raises:
+            ValueError: ``now`` is NaN (nothing is due at no time; every entry compared as due).
+        """
+        if now != now:  # noqa: PLR0124
+            raise ValueError(f"now must not be NaN, got {now!r}")
         heap = self._heap
         live = self._live
         while heap:

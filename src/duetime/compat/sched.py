@@ -79,13 +79,21 @@ class scheduler:
         """Queue ``action(*argument, **kwargs)`` at absolute ``time``; returns its Event."""
         if kwargs is _sentinel:
             kwargs = {}
+        if time != time:  # noqa: PLR0124 (NaN: it would run at once, or never)
+            raise ValueError(f"time must not be NaN, got {time!r}")
         with self._lock:
             seq = next(self._sequence)
             event = Event(time, priority, seq, action, argument, kwargs)
             head = self._queue.head()
+            # (time, priority) is the queue's due, compared as the standard library compares
+            # its events: a priority may be anything that orders (a tuple, a str, None, a
+            # Decimal), not only the numbers EventQueue's own priority takes. Pushed first:
+            # a refusal (a time or priority that does not compare with those queued) leaves
+            # nothing behind.
+            key: Any = (time, priority)
+            self._queue.push(seq, key)
             self._events[seq] = event
-            self._queue.push(seq, time, priority)
-            if self._wakeable and (head is None or (time, priority) < (head[0], head[1])):
+            if self._wakeable and (head is None or key < head[0]):
                 self._cond.notify_all()
         return event
 
@@ -103,8 +111,13 @@ class scheduler:
     def cancel(self, event: Event) -> None:
         """Remove a queued event in O(1). Raises ValueError if it is not queued."""
         with self._lock:
-            seq = event.sequence
-            if self._events.get(seq) != event:
+            try:
+                # (As the standard library: an equal tuple names the event too.)
+                seq = event[2]
+                queued = self._events.get(seq)
+            except (TypeError, IndexError, KeyError):
+                queued = None
+            if queued is None or queued != event:
                 raise ValueError(f"event is not in the queue: {event!r}")
             del self._events[seq]
             self._queue.cancel(seq)
@@ -139,7 +152,8 @@ class scheduler:
                 if head is None:
                     return None
                 now = timefunc()
-                due = head[0]
+                key: Any = head[0]
+                due: float = key[0]
                 if due > now:
                     if not blocking:
                         return due - now
