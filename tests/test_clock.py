@@ -265,3 +265,21 @@ def test_on_move_callbacks() -> None:
 
 def test_repr_mentions_time() -> None:
     assert "1970-01-01" in repr(FakeClock())
+
+
+def test_fake_time_is_refused_past_the_year_9999_where_it_is_moved() -> None:
+    # (advance() and jump_wall() went past it; every reading of the time then raised
+    # OverflowError, far from the call that did it.)
+    clock = FakeClock(start=datetime(9999, 12, 31, 23, tzinfo=timezone.utc))
+    with pytest.raises(
+        InvalidArgument,
+        match=r"seconds would take the wall clock past the years 1 to 9999, got 7200",
+    ):
+        clock.advance(7200)
+    with pytest.raises(InvalidArgument, match=r"ns would take the wall clock past the years"):
+        clock.advance_ns(7200 * 10**9)
+    with pytest.raises(InvalidArgument, match=r"seconds would take the wall clock past"):
+        clock.jump_wall(timedelta(hours=2))
+    assert clock.now() == datetime(9999, 12, 31, 23, tzinfo=timezone.utc)
+    clock.advance(3599)
+    assert clock.now().minute == 59

@@ -81,6 +81,12 @@ def epoch_ns(name: str, value: float | int) -> int:
     return ns
 
 
+def in_calendar(ns: int) -> bool:
+    """Whether epoch nanoseconds ``ns`` fall between the years 1 and 9999 (a datetime can be
+    made of them)."""
+    return _EPOCH_LEAST_NS <= ns <= _EPOCH_MOST_NS
+
+
 def signed_duration_ns(name: str, value: object) -> int:
     """Like ``duration_ns`` but either sign is allowed (epoch times, wall-clock steps)."""
     if isinstance(value, timedelta):

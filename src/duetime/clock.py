@@ -28,6 +28,7 @@ from duetime._validate import (
     datetime_to_ns,
     duration_ns,
     epoch_ns,
+    in_calendar,
     signed_duration_ns,
 )
 from duetime.errors import InvalidArgument
@@ -213,6 +214,9 @@ class SystemClock:
         return f"SystemClock(precision={self.precision!r})"
 
 
+_PAST_9999 = "{name} would take the wall clock past the years 1 to 9999, got {value!r}"
+
+
 class FakeClock:
     """A clock that moves only when told to, exactly, and wakes sleepers when it does.
 
@@ -288,7 +292,7 @@ class FakeClock:
             seconds: How far, in seconds or as a timedelta. Negative values raise
                 ``InvalidArgument``: monotonic time cannot go back (use ``jump_wall``).
         """
-        self.advance_ns(duration_ns("seconds", seconds))
+        self._move(duration_ns("seconds", seconds), "seconds", seconds)
 
     def advance_ns(self, ns: int) -> None:
         """Move both timebases forward by ``ns`` integer nanoseconds."""
@@ -296,9 +300,17 @@ class FakeClock:
             raise TypeError(f"ns must be an int (nanoseconds), got {ns!r}")
         if ns < 0:
             raise InvalidArgument(f"ns must not be negative, got {ns!r}")
+        self._move(ns, "ns", ns)
+
+    def _move(self, ns: int, name: str, value: object) -> None:
+        """Move both timebases forward by ``ns`` >= 0 (``name``, ``value``: what the caller
+        gave, for the message)."""
         if ns == 0:
             return
         with self._lock:
+            if not in_calendar(self._wall + ns):
+                # (Accepted, it made every later reading of the time an OverflowError.)
+                raise InvalidArgument(_PAST_9999.format(name=name, value=value))
             self._wall += ns
             self._mono += ns
         if self._watched:
@@ -328,6 +340,8 @@ class FakeClock:
         """
         ns = signed_duration_ns("seconds", seconds)
         with self._lock:
+            if not in_calendar(self._wall + ns):
+                raise InvalidArgument(_PAST_9999.format(name="seconds", value=seconds))
             self._wall += ns
         if self._watched:
             self._notify()
