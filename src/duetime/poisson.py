@@ -24,6 +24,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 from duetime._validate import DURATION_MOST_S, NS_PER_SECOND, positive_number, zone, zone_key
+from duetime.cron import _offset, _transitions
 from duetime.errors import InvalidArgument
 from duetime.recurrence import MONOTONIC, WALL, Env, _skip_by_walking
 
@@ -164,12 +165,6 @@ _EPOCH_DAY = date(1970, 1, 1)
 _OFFSET_MOST = 15 * 3600
 
 
-def _offset(t: int, tz: tzinfo) -> int:
-    """The UTC offset of ``tz`` at epoch second ``t``, in seconds."""
-    off = datetime.fromtimestamp(t, tz).utcoffset()
-    return 0 if off is None else int(off.total_seconds())
-
-
 def _opening(day: date, start: int, end: int, tz: tzinfo) -> list[tuple[int, int]]:
     """The instants (epoch seconds, as intervals in order) whose local time in ``tz`` is from
     ``day`` + ``start`` seconds up to ``day`` + ``end`` (which may pass midnight).
@@ -183,28 +178,20 @@ def _opening(day: date, start: int, end: int, tz: tzinfo) -> list[tuple[int, int
     lo, hi = midnight + start, midnight + end
     out: list[tuple[int, int]] = []
     # Each stretch of one offset, over every instant that could read as such a local time.
-    t, last = lo - _OFFSET_MOST, hi + _OFFSET_MOST
-    while t < last:
-        off = _offset(t, tz)
-        stop = last
-        if _offset(last - 1, tz) != off:
-            # The first change of offset after t: found to the second (zones change on whole
-            # seconds), by halving.
-            a, b = t, last - 1
-            while b - a > 1:
-                mid = (a + b) // 2
-                if _offset(mid, tz) == off:
-                    a = mid
-                else:
-                    b = mid
-            stop = b
+    first, last = lo - _OFFSET_MOST, hi + _OFFSET_MOST
+    offset = _offset(tz, first)
+    # (Most days: one offset from end to end, two readings. This runs for every next time a
+    # Poisson job draws, and probing the stretch for changes costs as much again per six hours.)
+    changes = [] if _offset(tz, last) == offset else _transitions(tz, first, last)
+    bounds = [first] + [at for at, _ in changes] + [last]
+    offsets = [offset] + [off for _, off in changes]
+    for t, stop, off in zip(bounds, bounds[1:], offsets, strict=False):
         a, b = max(t, lo - off), min(stop, hi - off)
         if a < b:
             if out and out[-1][1] == a:
                 out[-1] = (out[-1][0], b)
             else:
                 out.append((a, b))
-        t = stop
     return out
 
 
