@@ -464,8 +464,11 @@ def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path
         clocks[0].advance(10)  # claimed, its lease until 10.3 s
         await asyncio.wait_for(started.wait(), WAIT)
         closing = asyncio.ensure_future(one.aclose())
-        while clocks[0]._callbacks:  # (until the loop has stopped: it no longer watches)
+        for _ in range(100_000):  # (until the loop has stopped: it no longer watches)
+            if not clocks[0]._callbacks:
+                break
             await asyncio.sleep(0)
+        assert not clocks[0]._callbacks, "the loop did not stop"
         polled = one._next_poll
         clocks[0].advance(0.25)  # a poll is due: the waiting close renews, until 10.55 s
         for _ in range(int(WAIT / 0.001)):

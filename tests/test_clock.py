@@ -283,3 +283,16 @@ def test_fake_time_is_refused_past_the_year_9999_where_it_is_moved() -> None:
     assert clock.now() == datetime(9999, 12, 31, 23, tzinfo=timezone.utc)
     clock.advance(3599)
     assert clock.now().minute == 59
+
+
+def test_run_for_past_the_year_9999_is_refused_before_time_moves() -> None:
+    # (The stepping loop moved the clock itself: the job ran in the year 10000 and every later
+    # reading of the time raised OverflowError.)
+    clock = FakeClock(start=datetime(9999, 12, 31, 12, tzinfo=timezone.utc))
+    s = Scheduler(clock=clock)
+    s.schedule(print, 86400)
+    with pytest.raises(
+        InvalidArgument, match=r"seconds would take the clock past the years 1 to 9999, got 172800"
+    ):
+        s.run_for(2 * 86400)
+    assert clock.now() == datetime(9999, 12, 31, 12, tzinfo=timezone.utc) and len(s) == 1

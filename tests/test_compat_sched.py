@@ -87,7 +87,11 @@ def test_a_refused_event_leaves_nothing_behind() -> None:
     with pytest.raises(ValueError, match="time must not be NaN"):
         s.enterabs(float("nan"), 0, print)
     s.enterabs(1, 0, print)
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        TypeError,
+        match=r"time and priority must compare with those queued \(as in sched\), got time=1, "
+        r"priority='x'",
+    ):
         s.enterabs(1, "x", print)  # (a str priority beside an int one: as sched, no order)
     assert len(s.queue) == 1
     s.cancel(s.queue[0])

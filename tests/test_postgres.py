@@ -313,6 +313,17 @@ def test_connections_find_a_silent_peer_dead_unless_the_dsn_says_otherwise(
             s.shutdown()
 
 
+def test_a_dsn_naming_a_service_keeps_the_service_file_s_tcp_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (Keywords given to connect win over a service file: ours overrode the user's.)
+    assert postgres._tcp_defaults("service=app") == {}
+    monkeypatch.setenv("PGSERVICE", "app")
+    assert postgres._tcp_defaults("dbname=app") == {}
+    monkeypatch.delenv("PGSERVICE")
+    assert postgres._tcp_defaults("dbname=app keepalives_idle=60")["tcp_user_timeout"] == 30_000
+
+
 def test_a_schema_holding_another_programs_tables_is_named_so(
     pg_database: str, pg_schema: str, admin: psycopg.Connection[Any]
 ) -> None:

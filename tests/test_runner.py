@@ -594,6 +594,19 @@ def test_wait_idle_after_shutdown_without_wait_waits_for_the_runs_still_going(
     assert time.monotonic() - began < WAIT / 2
 
 
+@pytest.mark.parametrize("executor", ["inline", None])
+def test_wait_idle_from_inside_a_run_of_a_started_scheduler_answers_at_once(
+    clock: FakeClock, executor: str | None
+) -> None:
+    # (It waited for its own run to end: the whole timeout, or for ever without one.)
+    answers: list[bool] = []
+    with Scheduler(clock=clock, executor=executor) as s:
+        s.schedule(lambda: answers.append(s.wait_idle(WAIT)), 0)
+        began = time.monotonic()
+        assert s.wait_idle(WAIT)
+        assert answers == [False] and time.monotonic() - began < WAIT / 2
+
+
 def test_inline_executor_runs_in_the_runner_thread(clock: FakeClock) -> None:
     names: list[str] = []
     with Scheduler(clock=clock, executor="inline") as s:

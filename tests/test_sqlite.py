@@ -1222,6 +1222,21 @@ def test_a_store_object_serves_a_new_scheduler_once_its_own_shut_down(
         first.schedule("record", 5)
     (old,) = first.jobs()
     assert old.id == "tick" and old is not again.get("tick") and first.store is not store
+    # The old one's runs() reads on a connection of its own, never the store's.
+    assert [r.state for r in first.runs()] == ["succeeded", "succeeded"]
+    assert store.is_open  # type: ignore[attr-defined]
+    assert again.schedule("record", 5) is not None
+
+
+def test_a_store_left_open_by_a_shutdown_without_wait_says_why_it_is_refused(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    first = open_scheduler()
+    store = first.store
+    first.start()
+    first.shutdown(wait=False)  # (it leaves the store open for runs that may be going)
+    with pytest.raises(InvalidArgument, match=r"shut it down with wait=True, or open a new store"):
+        Scheduler(clock, store=store)
 
 
 def test_an_id_taken_during_a_batch_is_not_told_to_pass_replace(open_scheduler: Opener) -> None:

@@ -121,6 +121,8 @@ def datetime_to_ns(value: datetime) -> int:
 
 _EPOCH_LEAST_NS = datetime_to_ns(datetime.min.replace(tzinfo=_EPOCH.tzinfo))
 _EPOCH_MOST_NS = datetime_to_ns(datetime.max.replace(tzinfo=_EPOCH.tzinfo))
+#: The last epoch nanosecond a datetime can show (the end of the year 9999).
+EPOCH_MOST_NS = _EPOCH_MOST_NS
 
 
 def ns_to_datetime(ns: int, tz: tzinfo) -> datetime:

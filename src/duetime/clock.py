@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from typing import ClassVar, Protocol, runtime_checkable
 
 from duetime._validate import (
+    EPOCH_MOST_NS,
     NS_PER_SECOND,
     aware_datetime,
     datetime_to_ns,
@@ -292,7 +293,18 @@ class FakeClock:
             seconds: How far, in seconds or as a timedelta. Negative values raise
                 ``InvalidArgument``: monotonic time cannot go back (use ``jump_wall``).
         """
-        self._move(duration_ns("seconds", seconds), "seconds", seconds)
+        ns = duration_ns("seconds", seconds)
+        if ns == 0:
+            return
+        with self._lock:
+            wall = self._wall + ns
+            if wall > EPOCH_MOST_NS:
+                # (Accepted, it made every later reading of the time an OverflowError.)
+                raise InvalidArgument(_PAST_9999.format(name="seconds", value=seconds))
+            self._wall = wall
+            self._mono += ns
+        if self._watched:
+            self._notify()
 
     def advance_ns(self, ns: int) -> None:
         """Move both timebases forward by ``ns`` integer nanoseconds."""
@@ -300,18 +312,13 @@ class FakeClock:
             raise TypeError(f"ns must be an int (nanoseconds), got {ns!r}")
         if ns < 0:
             raise InvalidArgument(f"ns must not be negative, got {ns!r}")
-        self._move(ns, "ns", ns)
-
-    def _move(self, ns: int, name: str, value: object) -> None:
-        """Move both timebases forward by ``ns`` >= 0 (``name``, ``value``: what the caller
-        gave, for the message)."""
         if ns == 0:
             return
         with self._lock:
-            if not in_calendar(self._wall + ns):
-                # (Accepted, it made every later reading of the time an OverflowError.)
-                raise InvalidArgument(_PAST_9999.format(name=name, value=value))
-            self._wall += ns
+            wall = self._wall + ns
+            if wall > EPOCH_MOST_NS:
+                raise InvalidArgument(_PAST_9999.format(name="ns", value=ns))
+            self._wall = wall
             self._mono += ns
         if self._watched:
             self._notify()

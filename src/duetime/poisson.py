@@ -161,8 +161,9 @@ class Window:
 
 _EPOCH_DAY = date(1970, 1, 1)
 
-# UTC offsets lie within this many seconds of zero (-12:00 to +14:00, with room).
-_OFFSET_MOST = 15 * 3600
+# UTC offsets lie within this many seconds of zero: -12:00 to +14:00 today, and the local mean
+# times of the 19th century reached past +15:13 (America/Metlakatla before 1867).
+_OFFSET_MOST = 16 * 3600
 
 
 def _opening(day: date, start: int, end: int, tz: tzinfo) -> list[tuple[int, int]]:

@@ -65,6 +65,7 @@ from duetime._validate import (
     datetime_to_ns,
     duration_ns,
     epoch_ns,
+    in_calendar,
     integer,
     ns_to_datetime,
     zone,
@@ -404,20 +405,7 @@ class Scheduler:
                 f"such as 'sqlite:///jobs.db', got {store!r}"
             )
         elif store.owner is not None:
-            if (
-                getattr(store, "durable", False)
-                and not store.is_open  # type: ignore[attr-defined]
-                and getattr(store.owner, "_shutdown", False)
-            ):
-                # Its scheduler shut down: taken as a new store (a restart on the same object).
-                # The old scheduler keeps what it held, on a copy: its jobs stay its own.
-                owner: Any = store.owner
-                owner._store = store.renew()  # type: ignore[attr-defined]
-            else:
-                raise InvalidArgument(
-                    f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
-                    f"belongs to {store.owner!r}"
-                )
+            self._take_over_store(store)
         if rng is None:
             rng = random.Random()
         elif not isinstance(rng, random.Random):
@@ -558,6 +546,29 @@ class Scheduler:
             sync=self._sync_locked,
             renew=self._renew_locked,
             may_start=self._may_start if self._durable else None,
+        )
+
+    @staticmethod
+    def _take_over_store(store: Any) -> None:
+        """Take a store another Scheduler owns, if that one has shut down and closed it (a
+        restart on the same store object): the old scheduler keeps what it held, on a copy,
+        so its jobs stay its own. Otherwise refuse."""
+        owner: Any = store.owner
+        why = ""
+        if getattr(store, "renewable", False) and getattr(owner, "_shutdown", False):
+            # (Under the old scheduler's lock: its runs() may be reading the closed store.)
+            with owner._lock:
+                if not store.is_open:
+                    owner._store = store.renew()
+                    return
+            why = (
+                " (it shut down without closing the store: shutdown(wait=False), or from "
+                "inside one of its jobs, leaves it open for the runs still going; shut it "
+                "down with wait=True, or open a new store on the same file or database)"
+            )
+        raise InvalidArgument(
+            f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
+            f"belongs to {owner!r}{why}"
         )
 
     # -- properties ---------------------------------------------------------------------------
@@ -3972,7 +3983,14 @@ class Scheduler:
         """
         clock = self._steppable("run_for")
         span = duration_ns("seconds", seconds)
-        return self._run_durable(clock, clock.time_ns() + span)
+        target = clock.time_ns() + span
+        if not in_calendar(target):
+            # (The stepping loop moves a FakeClock without asking it: it would pass the year
+            # 9999, and every later reading of the time raise OverflowError.)
+            raise InvalidArgument(
+                f"seconds would take the clock past the years 1 to 9999, got {seconds!r}"
+            )
+        return self._run_durable(clock, target)
 
     def _run_durable(self, clock: SteppableClock, target: int) -> int:
         """``_run_to``, and with a durable store, again for what a look at the store at the
@@ -4233,18 +4251,19 @@ class Scheduler:
             TypeError: ``timeout`` is not a number of seconds or a timedelta.
         """
         seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
+        occ = _current.get()
+        if occ is not None and occ[0]._sched is self:
+            # From inside one of its runs: that run is going, so it is not idle, and waiting
+            # for it to end would wait for itself (for ever, without a timeout).
+            return False
         runner = self._runner
         if runner is not None:
             return runner.wait_idle(seconds)
         deadline = None if seconds is None else real_monotonic() + seconds
-        # (Not from inside a run of this scheduler, stepped by hand: it counts among those
-        # running, and would wait for itself for ever.)
-        occ = _current.get()
-        mine = occ is not None and occ[0]._sched is self
         with self._cond:
             # (Polled in short slices: a run ending with no runner wakes nobody, and a notify
             # there would cost every run stepped by hand.)
-            while self._running_total and not mine:
+            while self._running_total:
                 left = _IDLE_SLICE if deadline is None else deadline - real_monotonic()
                 if left <= 0:
                     break

@@ -91,7 +91,13 @@ class scheduler:
             # a refusal (a time or priority that does not compare with those queued) leaves
             # nothing behind.
             key: Any = (time, priority)
-            self._queue.push(seq, key)
+            try:
+                self._queue.push(seq, key)
+            except TypeError:
+                raise TypeError(
+                    f"time and priority must compare with those queued (as in sched), got "
+                    f"time={time!r}, priority={priority!r}"
+                ) from None
             self._events[seq] = event
             if self._wakeable and (head is None or key < head[0]):
                 self._cond.notify_all()

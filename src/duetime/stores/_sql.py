@@ -1029,20 +1029,14 @@ class SQLStore(MemoryStore):
                 setattr(self, name, getattr(fresh, name))
         return kept
 
-    def _reading_closed(self) -> contextlib.AbstractContextManager[None]:
-        """A connection for one read while the store is closed (its scheduler shut down):
-        opened here, closed after (each store says how)."""
+    def _read_closed(self, what: str, sql: str, params: Sequence[Any]) -> list[Any]:
+        """``_read`` while the store is closed (its scheduler shut down), on a connection
+        opened for it and closed after, never the store's own (each store says how)."""
         raise NotImplementedError
 
     def runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
         """Run records, newest due first. A closed store (its scheduler shut down) opens a
         connection for the read: what ran is worth reading after the end."""
-        if not self.is_open:
-            with self._reading_closed():
-                return self._runs(job_id, state, limit)
-        return self._runs(job_id, state, limit)
-
-    def _runs(self, job_id: str | None, state: str | None, limit: int) -> list[RunRecord]:
         where = []
         params: list[Any] = []
         if job_id is not None:
@@ -1058,9 +1052,10 @@ class SQLStore(MemoryStore):
             + " ORDER BY due DESC, key DESC LIMIT ?"
         )
         params.append(limit)
+        read = self._read if self.is_open else self._read_closed
         return [
             RunRecord(k, j, _dt(d), _dt(s), _dt(f), st, a, w, e)
-            for k, j, d, s, f, st, a, w, e in self._read("listing runs", self._q(sql), params)
+            for k, j, d, s, f, st, a, w, e in read("listing runs", self._q(sql), params)
         ]
 
     def purge(self, now: int) -> int:

@@ -46,6 +46,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import random
 import re
 import threading
@@ -393,10 +394,14 @@ _TCP_DEFAULTS = {
 
 
 def _tcp_defaults(dsn: str) -> dict[str, int]:
-    """The ``_TCP_DEFAULTS`` that ``dsn`` does not set itself."""
+    """The ``_TCP_DEFAULTS`` that ``dsn`` does not set itself; none for a DSN that names a
+    libpq service (``service=``, ``PGSERVICE``), whose file may set them: keywords given
+    here would win over it."""
     from psycopg import conninfo
 
     given = conninfo.conninfo_to_dict(dsn)
+    if "service" in given or os.environ.get("PGSERVICE"):
+        return {}
     return {key: value for key, value in _TCP_DEFAULTS.items() if key not in given}
 
 
@@ -1121,26 +1126,25 @@ class PostgresStore(SQLStore):
         """Whether the store is open (its connection may be down and about to be reopened)."""
         return not self._closed
 
+    @property
+    def renewable(self) -> bool:
+        """Whether a new Scheduler may take this store once its own has shut down and closed
+        it (``SQLStore.renew``): not for a subclass, which ``_fresh`` cannot rebuild."""
+        return type(self) is PostgresStore
+
     def _fresh(self) -> PostgresStore:
         fresh = PostgresStore(self.dsn, schema=self.schema)
         fresh.poll_ns, fresh.retention_ns = self.poll_ns, self.retention_ns
         fresh.connect_timeout = self.connect_timeout
         return fresh
 
-    @contextlib.contextmanager
-    def _reading_closed(self) -> Iterator[None]:
-        """``SQLStore._reading_closed``: a connection of its own for the read."""
+    def _read_closed(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``SQLStore._read_closed``: a connection of its own for the read."""
         try:
-            conn = self._connect()
+            with self._connect() as conn:
+                return conn.execute(sql, params).fetchall()
         except Exception as exc:
-            raise self._fail("connecting", exc) from exc
-        self._conn, self._closed = conn, False
-        try:
-            yield
-        finally:
-            self._conn, self._closed = None, True
-            with contextlib.suppress(Exception):
-                conn.close()
+            raise self._fail(what, exc) from exc
 
     # -- changes ----------------------------------------------------------------------------------
 
@@ -1205,11 +1209,15 @@ class PostgresStore(SQLStore):
         self._listener.start()
 
     def _listen(self) -> None:
+        # (Its own stop event, callback and name: a thread that outlived close() by its join's
+        # bound, in a reconnect during an outage, must stop when it comes back, not go on for
+        # a scheduler that took the renewed store.)
+        stop, on_change, worker = self._stop, self._on_change, self.worker
         driver = _psycopg()
         backoff = _RECONNECT_FIRST
         conn: psycopg.Connection[Any] | None = None
         failures = 0  # since the connection was last up: the first is a warning, the rest debug
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 if conn is None:
                     conn = self._connect()
@@ -1220,17 +1228,17 @@ class PostgresStore(SQLStore):
                             "listening to PostgreSQL again, after %d failed attempts", failures
                         )
                     failures = 0
-                    self._fire()  # notifications may have been missed while it was down
+                    self._fire(on_change)  # notifications may have been missed while it was down
                 woken = False
                 for note in conn.notifies(timeout=0.5, stop_after=1):
-                    woken = note.payload != self.worker
+                    woken = note.payload != worker
                 if woken:
                     # Gather the notifications that came meanwhile into the one look.
                     for _ in conn.notifies(timeout=0.0):
                         pass
-                    self._fire()
+                    self._fire(on_change)
             except driver.Error as exc:
-                if self._stop.is_set():
+                if stop.is_set():
                     break
                 failures += 1
                 (logger.debug if failures > 1 else logger.warning)(
@@ -1240,14 +1248,13 @@ class PostgresStore(SQLStore):
                     with contextlib.suppress(Exception):
                         conn.close()
                 conn = None
-                self._stop.wait(backoff)
+                stop.wait(backoff)
                 backoff = min(backoff * 2, _RECONNECT_MAX)
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def _fire(self) -> None:
-        callback = self._on_change
+    def _fire(self, callback: Callable[[], None] | None) -> None:
         if callback is None:
             return
         try:

@@ -118,7 +118,7 @@ class SQLiteStore(SQLStore):
     its Scheduler has shut down, a new one may take it (a restart on the same object).
     """
 
-    __slots__ = ("_db", "_seen", "_version", "busy_timeout", "path")
+    __slots__ = ("_db", "_opened", "_seen", "_version", "busy_timeout", "path")
 
     def __init__(
         self,
@@ -139,6 +139,7 @@ class SQLiteStore(SQLStore):
         self.busy_timeout = duration_ns("busy_timeout", busy_timeout) / NS_PER_SECOND
         self.poll_ns = duration_ns("poll_interval", poll_interval, allow_zero=False)
         self._db: sqlite3.Connection | None = None
+        self._opened: str | None = None  # the path as opened (absolute: a chdir may follow)
         self._seen = 0  # the highest rev this process has read
         self._version = -1  # PRAGMA data_version when last looked
 
@@ -257,6 +258,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise self._fail("opening", exc) from exc
         self._db = db
+        self._opened = os.path.abspath(self.path) if self.path != ":memory:" else None
         try:
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
@@ -341,33 +343,34 @@ class SQLiteStore(SQLStore):
         """Whether the connection is open."""
         return self._db is not None
 
+    @property
+    def renewable(self) -> bool:
+        """Whether a new Scheduler may take this store once its own has shut down and closed
+        it (``SQLStore.renew``): not for a subclass, which ``_fresh`` cannot rebuild."""
+        return type(self) is SQLiteStore
+
     def _fresh(self) -> SQLiteStore:
         fresh = SQLiteStore(self.path)
         fresh.busy_timeout, fresh.poll_ns = self.busy_timeout, self.poll_ns
         fresh.retention_ns = self.retention_ns
         return fresh
 
-    @contextlib.contextmanager
-    def _reading_closed(self) -> Iterator[None]:
-        """``SQLStore._reading_closed``: the file opened read-only for the read."""
+    def _read_closed(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """``SQLStore._read_closed``: the file opened read-only for the read."""
         if self.path == ":memory:":
             raise StoreError(repr(self.path), "the store is closed", "its scheduler was shut down")
         try:
-            db = sqlite3.connect(
-                Path(self.path).resolve().as_uri() + "?mode=ro",
-                uri=True,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-            )
+            with contextlib.closing(
+                sqlite3.connect(
+                    Path(self._opened or self.path).resolve().as_uri() + "?mode=ro",
+                    uri=True,
+                    timeout=self.busy_timeout,
+                    isolation_level=None,
+                )
+            ) as db:
+                return db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise self._fail("opening", exc) from exc
-        self._db = db
-        try:
-            yield
-        finally:
-            self._db = None
-            with contextlib.suppress(sqlite3.Error):
-                db.close()
+            raise self._fail(what, exc) from exc
 
     # -- reading jobs -----------------------------------------------------------------------------
 
