@@ -4237,7 +4237,8 @@ class Scheduler:
 
         Without a runner (never started, or shut down), it waits only for runs still going
         (``shutdown(wait=False)`` let them finish): anything due then stays due, nobody is
-        there to run it, and the answer is False at once.
+        there to run it, and the answer is False at once. Called from inside one of the
+        scheduler's own runs, it answers False at once (that run is going).
 
         Args:
             timeout: Real seconds (or a timedelta) to wait at most (None: no limit).
