@@ -2,8 +2,10 @@
 commands that read and change a durable store: ``jobs``, ``runs``, ``cancel``, ``pause``,
 ``resume``, ``trigger`` and ``retry`` (each with ``--store URL``).
 
-Every bad argument ends in one line on stderr and exit status 2, never a traceback; an unknown
-job id or a store that cannot be opened, in one line and exit status 1.
+Every bad argument ends in one line on stderr and exit status 2, never a traceback, and so does
+a store that does not exist or was never given duetime's tables; an unknown job id or a store
+that fails otherwise (corrupt, locked, a server that does not answer), in one line and exit
+status 1 (docs/cli.md).
 """
 
 from __future__ import annotations

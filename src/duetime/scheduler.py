@@ -4176,11 +4176,14 @@ class Scheduler:
         return self._runner is not None
 
     def shutdown(self, wait: bool = True, cancel_running: bool = False) -> None:
-        """Stop the scheduler: no new work is accepted and no further occurrence starts.
+        """Stop the scheduler: no new work is accepted and no further occurrence is handed to
+        an executor.
 
         Args:
-            wait: Block until running jobs have finished.
-            cancel_running: Cancel work handed to executors that has not started yet.
+            wait: Block until running jobs have finished (and, unless ``cancel_running``, the
+                work already waiting in an executor's queue, which runs there).
+            cancel_running: Cancel work handed to executors that has not started yet (with a
+                durable store it is given back, for another process to run).
         """
         with self._lock:
             already = self._shutdown
