@@ -74,7 +74,7 @@ def epoch_ns(name: str, value: float | int) -> int:
         ns = round(value * 1_000_000) * 1_000
     else:
         ns = round(value * NS_PER_SECOND)
-    if not _EPOCH_LEAST_NS <= ns <= _EPOCH_MOST_NS:
+    if not _EPOCH_LEAST_NS <= ns <= EPOCH_MOST_NS:
         raise InvalidArgument(
             f"{name} must be an epoch time between the years 1 and 9999 (seconds), got {value!r}"
         )
@@ -84,7 +84,7 @@ def epoch_ns(name: str, value: float | int) -> int:
 def in_calendar(ns: int) -> bool:
     """Whether epoch nanoseconds ``ns`` fall between the years 1 and 9999 (a datetime can be
     made of them)."""
-    return _EPOCH_LEAST_NS <= ns <= _EPOCH_MOST_NS
+    return _EPOCH_LEAST_NS <= ns <= EPOCH_MOST_NS
 
 
 def signed_duration_ns(name: str, value: object) -> int:
@@ -120,9 +120,8 @@ def datetime_to_ns(value: datetime) -> int:
 
 
 _EPOCH_LEAST_NS = datetime_to_ns(datetime.min.replace(tzinfo=_EPOCH.tzinfo))
-_EPOCH_MOST_NS = datetime_to_ns(datetime.max.replace(tzinfo=_EPOCH.tzinfo))
 #: The last epoch nanosecond a datetime can show (the end of the year 9999).
-EPOCH_MOST_NS = _EPOCH_MOST_NS
+EPOCH_MOST_NS = datetime_to_ns(datetime.max.replace(tzinfo=_EPOCH.tzinfo))
 
 
 def ns_to_datetime(ns: int, tz: tzinfo) -> datetime:

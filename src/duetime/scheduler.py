@@ -2793,13 +2793,10 @@ class Scheduler:
             # a read back, below, then finds them counted, not a copy without them).
             self._flush_outcomes()
         try:
-            # (The row is made inside: a change the store cannot hold, reschedule() to a
-            # recurrence of the user's own, is refused with the job put back as it was. It
-            # was left changed in memory, ended even, while the store kept the old row.)
             differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
-        except (StoreError, InvalidArgument):
+        except StoreError:
             self._restore(job, before, self._clock.time_ns())
             raise
         if differ:
@@ -3093,9 +3090,7 @@ class Scheduler:
             if row is None or row.state in ENDED_STATES:
                 store.mark_lost(key, now)
             return
-        if type(job.func) is MissingTask or (
-            self._runner is not None and self._lacks(job._opts.executor)
-        ):
+        if type(job.func) is MissingTask or self._lacks(job._opts.executor):
             return  # a process that runs this task (on that executor) will take it
         if worker == store.worker and job._running:
             return  # still running here: a late heartbeat, not a lost run
@@ -3144,9 +3139,14 @@ class Scheduler:
             )
 
     def _lacks(self, executor: str | None) -> bool:
-        """Whether a job of ``executor`` (its name, None for the default) cannot run here: a
-        durable store's job of an executor another process has and this one does not."""
-        return executor is not None and executor not in self._executors_spec
+        """Whether this process's runner cannot run a job of ``executor`` (its name, None for
+        the default): a durable store's job of an executor another process has and this one
+        does not. (Without a runner, jobs run in the calling thread: nothing is missing.)"""
+        return (
+            executor is not None
+            and self._runner is not None
+            and executor not in self._executors_spec
+        )
 
     def _leave_to_others(self, job: Job, executor: str) -> None:
         """A due occurrence of a job whose executor this process does not have (another
@@ -3341,9 +3341,7 @@ class Scheduler:
             self._park(job)
             return None
         executor = job._opts.executor
-        if executor is not None and self._runner is not None and self._lacks(executor):
-            # (Without a runner, time stepped by hand or trigger() runs it in the calling
-            # thread, as every job whatever its executor: nothing here is missing.)
+        if executor is not None and self._lacks(executor):
             if not regular:
                 key.due = due
             self._leave_to_others(job, executor)
