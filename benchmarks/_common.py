@@ -113,10 +113,23 @@ def _children_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_workers(argvs: Sequence[Sequence[str]], finished: Callable[[], int], n: int) -> float:
+def process_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` has used so far, all its threads (Linux's ``/proc``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_workers(
+    argvs: Sequence[Sequence[str]],
+    finished: Callable[[], int],
+    n: int,
+    due_ns: int | None = None,
+) -> float:
     """Start one process per argv, wait until ``finished()`` reaches ``n``, kill them; runs per
-    second from the first start (the store benchmarks' throughput), start-up included. The
-    CPU time it took goes to ``last_cpu``.
+    second from the first start (the store benchmarks' throughput), start-up included, or
+    from ``due_ns`` (the jobs' due time, ``time.time_ns()``) if given: the steady state, the
+    workers started and waiting. The CPU time it took goes to ``last_cpu``.
 
     (Two cores run both the workers and the server here: where duetime's figure trails the
     bare loop's, the CPU seconds say whether the machine ran out of them, and on which side.)"""
@@ -126,16 +139,27 @@ def run_workers(argvs: Sequence[Sequence[str]], finished: Callable[[], int], n: 
     t0 = time.perf_counter()
     workers = [subprocess.Popen(list(argv), stdout=subprocess.DEVNULL, env=env) for argv in argvs]
     try:
+        if due_ns is not None:
+            time.sleep(max(0, due_ns - time.time_ns()) / 1e9)
+            busy0 = _busy_seconds()
+            # (Per process, not RUSAGE_CHILDREN: that counts a child only once it has ended,
+            # start-up and all.)
+            started = sum(process_seconds(w.pid) for w in workers)
         deadline = time.monotonic() + 600
         while finished() < n and time.monotonic() < deadline:
             time.sleep(0.02)
-        elapsed = time.perf_counter() - t0
+        if due_ns is None:
+            elapsed = time.perf_counter() - t0
+        else:
+            elapsed = (time.time_ns() - due_ns) / 1e9
+            workers_cpu = sum(process_seconds(w.pid) for w in workers) - started
         busy1 = _busy_seconds()
     finally:
         for w in workers:
             w.kill()
             w.wait()
-    workers_cpu = _children_seconds() - children0
+    if due_ns is None:
+        workers_cpu = _children_seconds() - children0
     last_cpu = (
         None if busy0 is None or busy1 is None else (workers_cpu, busy1 - busy0 - workers_cpu)
     )

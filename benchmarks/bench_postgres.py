@@ -4,7 +4,9 @@
    bare processes that claim with ``FOR UPDATE SKIP LOCKED`` and complete, one job per
    transaction (batch 1) and ten (batch 10); below each row, the CPU seconds per 1 000 runs
    of duetime's and of the batch-10 loop's median run: its worker processes', and the rest of
-   the machine's (the server's);
+   the machine's (the server's). Timed from the first worker's start: start-up (imports,
+   a duetime worker's loading of the jobs) counts. 1b: the same with the jobs due a few
+   seconds after the workers start, timed from that instant: the steady state;
 2. latency from ``schedule()`` of a job due now in this process to its start in a worker
    process that sleeps (LISTEN/NOTIFY): p50 and p99;
 3. idle: 4 workers holding 1 000 jobs an hour out, for 10 s: CPU seconds each, and the
@@ -33,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import _common
 import psycopg
-from _common import parse, run_workers
+from _common import parse, process_seconds, run_workers
 
 from duetime import At, Scheduler
 
@@ -62,7 +64,9 @@ def scalar(conn: psycopg.Connection[Any], query: str) -> int:
     return int(found[0]) if found else 0
 
 
-def watched(argvs: list[list[str]], waiting: str, done: str, n: int) -> float:
+def watched(
+    argvs: list[list[str]], waiting: str, done: str, n: int, due_ns: int | None = None
+) -> float:
     """``run_workers``, counting finished runs with ``done`` on one connection (a connection
     per look would start a server process 50 times a second beside the workers), once
     ``waiting`` (a cheap indexed look) finds no job left to claim.
@@ -75,18 +79,20 @@ def watched(argvs: list[list[str]], waiting: str, done: str, n: int) -> float:
         def finished() -> int:
             return 0 if scalar(conn, waiting) else scalar(conn, done)
 
-        return run_workers(argvs, finished, n)
+        return run_workers(argvs, finished, n, due_ns)
 
 
 # -- 1. claim + run + complete ----------------------------------------------------------------------
 
+# (The no-op is the script's own: importing this module for it would cost each worker
+# argparse and the benchmarks' helpers, ~25 ms of start-up the bare loops do not pay.)
 WORKER = """
 import sys, threading
-sys.path.insert(0, {here!r})
 from duetime import Scheduler
-import bench_postgres
+def noop():
+    pass
 s = Scheduler(store=sys.argv[1], executor="inline")
-s.register("noop", bench_postgres.noop)
+s.register("noop", noop)
 s.start()
 threading.Event().wait()
 """
@@ -96,6 +102,7 @@ import os, sys, time, psycopg
 batch = int(sys.argv[2])
 me = str(os.getpid())
 with psycopg.connect(sys.argv[1], autocommit=True) as db:
+    time.sleep(max(0, int(sys.argv[3]) - time.time_ns()) / 1e9)  # (the jobs' due time)
     while True:
         with db.transaction():
             ids = [r[0] for r in db.execute(
@@ -109,26 +116,35 @@ with psycopg.connect(sys.argv[1], autocommit=True) as db:
 """
 
 
-def duetime_throughput(n: int, procs: int) -> float:
+def duetime_throughput(n: int, procs: int, lead: float = 0.0) -> float:
+    """Runs per second of ``procs`` duetime workers on ``n`` jobs due in ``lead`` seconds:
+    from the first start if the lead is 0 (start-up included), else from the due time."""
     fresh_database()
     s = Scheduler(store=DSN)
     s.register("noop", noop)
-    now = At(datetime.now(timezone.utc))
+    # (With a lead, the due time leaves room for writing the jobs, ~0.1 ms each, and the
+    # workers start ``lead`` seconds before it.)
+    due = datetime.now(timezone.utc) + timedelta(seconds=lead + n / 4000 + 1 if lead else 0)
     with s.batch():
         for i in range(n):
-            s.schedule("noop", now, id=f"j{i}")
+            s.schedule("noop", At(due), id=f"j{i}")
     s.shutdown()
-    script = WORKER.format(here=str(Path(__file__).parent))
+    if lead:
+        time.sleep(max(0.0, (due - datetime.now(timezone.utc)).total_seconds() - lead))
     waiting = (
         "SELECT count(*) FROM (SELECT 1 FROM duetime.runs WHERE state = 'running' "
         "ORDER BY lease_until LIMIT 1) t"
     )
     done = "SELECT count(*) FROM duetime.runs WHERE state = 'succeeded'"
-    return watched([[sys.executable, "-c", script, DSN]] * procs, waiting, done, n)
+    argvs = [[sys.executable, "-c", WORKER, DSN]] * procs
+    due_ns = int(due.timestamp() * 10**9) if lead else None
+    return watched(argvs, waiting, done, n, due_ns)
 
 
-def bare_throughput(n: int, procs: int, batch: int) -> float:
+def bare_throughput(n: int, procs: int, batch: int, lead: float = 0.0) -> float:
+    """``duetime_throughput`` for the bare loop, ``batch`` jobs a transaction."""
     fresh_database()
+    due_ns = time.time_ns() + int(lead * 10**9)
     with psycopg.connect(DSN, autocommit=True) as db:
         db.execute(
             "CREATE TABLE bare (id text PRIMARY KEY, task text, args text, due bigint, "
@@ -137,15 +153,15 @@ def bare_throughput(n: int, procs: int, batch: int) -> float:
         db.execute("CREATE INDEX bare_due ON bare (due) WHERE state = 'scheduled'")
         db.execute(
             "INSERT INTO bare (id, task, args, due, state) "
-            "SELECT 'j' || g, 'noop', '[]', 0, 'scheduled' FROM generate_series(1, %s) g",
-            (n,),
+            "SELECT 'j' || g, 'noop', '[]', %s, 'scheduled' FROM generate_series(1, %s) g",
+            (due_ns if lead else 0, n),
         )
     waiting = (
         "SELECT count(*) FROM (SELECT 1 FROM bare WHERE state = 'scheduled' ORDER BY due LIMIT 1) t"
     )
     done = "SELECT count(*) FROM bare WHERE state = 'done'"
-    argv = [sys.executable, "-c", BARE_WORKER, DSN, str(batch)]
-    return watched([argv] * procs, waiting, done, n)
+    argv = [sys.executable, "-c", BARE_WORKER, DSN, str(batch), str(due_ns)]
+    return watched([argv] * procs, waiting, done, n, due_ns if lead else None)
 
 
 # -- 2. latency -------------------------------------------------------------------------------------
@@ -201,11 +217,6 @@ def latency(samples: int) -> tuple[float, float]:
 # -- 3. idle ----------------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def idle(seconds: float) -> tuple[list[float], float]:
     """CPU seconds each of 4 idle workers used over ``seconds``, and transactions per second."""
     fresh_database()
@@ -216,7 +227,7 @@ def idle(seconds: float) -> tuple[list[float], float]:
         for i in range(1000):
             s.schedule("noop", later, id=f"i{i}")
     s.shutdown()
-    script = WORKER.format(here=str(Path(__file__).parent))
+    script = WORKER
     workers = [
         subprocess.Popen([sys.executable, "-c", script, DSN], stdout=subprocess.DEVNULL)
         for _ in range(4)
@@ -225,12 +236,12 @@ def idle(seconds: float) -> tuple[list[float], float]:
     try:
         time.sleep(3.0)  # (started and loaded)
         with psycopg.connect(DSN, autocommit=True) as conn:
-            before_cpu = [cpu_seconds(w.pid) for w in workers]
+            before_cpu = [process_seconds(w.pid) for w in workers]
             conn.execute("SELECT pg_stat_clear_snapshot()")
             found = conn.execute(xacts).fetchone()
             before_tx = int(found[0]) if found else 0
             time.sleep(seconds)
-            after_cpu = [cpu_seconds(w.pid) for w in workers]
+            after_cpu = [process_seconds(w.pid) for w in workers]
             conn.execute("SELECT pg_stat_clear_snapshot()")
             found = conn.execute(xacts).fetchone()
             after_tx = int(found[0]) if found else 0
@@ -263,6 +274,22 @@ def per_thousand(name: str, cpu: tuple[float, float] | None, n: int) -> str:
     return f"{name} {workers:.3f} + {rest:.3f} s"
 
 
+def throughput_row(n: int, procs: int, repeat: int, lead: float) -> None:
+    d, d_cpu = median_run(partial(duetime_throughput, n, procs, lead), repeat)
+    b1, _ = median_run(partial(bare_throughput, n, procs, 1, lead), repeat)
+    b10, b10_cpu = median_run(partial(bare_throughput, n, procs, 10, lead), repeat)
+    print(
+        f"  {procs} process{'es' if procs > 1 else '  '}  duetime {d:8.0f}/s   "
+        f"bare batch 1 {b1:8.0f}/s   bare batch 10 {b10:8.0f}/s   "
+        f"duetime / batch 10 {d / b10:5.2f}"
+    )
+    print(
+        "      CPU per 1 000 runs, workers + rest of the machine (server): "
+        + per_thousand("duetime", d_cpu, n)
+        + per_thousand(", bare batch 10", b10_cpu, n)
+    )
+
+
 def main() -> None:
     args = parse(__doc__.splitlines()[0])
     n = 2_000 if args.quick else 20_000
@@ -271,21 +298,16 @@ def main() -> None:
     idle_s = 2.0 if args.quick else 10.0
     print(f"PostgreSQL store on {urlsplit(SERVER).netloc}; medians of {repeat}")
     try:
-        print(f"\n1. claim + run + complete of {n} no-op jobs (runs/s)")
+        print(f"\n1. claim + run + complete of {n} no-op jobs (runs/s), start-up included")
         for procs in (1, 2, 4):
-            d, d_cpu = median_run(partial(duetime_throughput, n, procs), repeat)
-            b1, _ = median_run(partial(bare_throughput, n, procs, 1), repeat)
-            b10, b10_cpu = median_run(partial(bare_throughput, n, procs, 10), repeat)
-            print(
-                f"  {procs} process{'es' if procs > 1 else '  '}  duetime {d:8.0f}/s   "
-                f"bare batch 1 {b1:8.0f}/s   bare batch 10 {b10:8.0f}/s   "
-                f"duetime / batch 10 {d / b10:5.2f}"
-            )
-            print(
-                "      CPU per 1 000 runs, workers + rest of the machine (server): "
-                + per_thousand("duetime", d_cpu, n)
-                + per_thousand(", bare batch 10", b10_cpu, n)
-            )
+            throughput_row(n, procs, repeat, 0.0)
+        lead = 2.0 if args.quick else 3.0
+        print(
+            f"\n1b. the same, steady state: the jobs due {lead:g} s after the workers start, "
+            "timed from then"
+        )
+        for procs in (1, 2, 4):
+            throughput_row(n, procs, repeat, lead)
         p50, p99 = latency(samples)
         print(
             f"\n2. schedule() here -> start in another process, {samples} jobs: "
