@@ -288,6 +288,25 @@ def test_next_run_time_is_in_the_scheduler_zone(fake_clock: FakeClock) -> None:
     assert nrt == at(minutes=1)
 
 
+def test_stepping_by_next_run_time_reaches_a_job_due_between_microseconds(
+    scheduler: Scheduler,
+) -> None:
+    # A datetime cannot show the 500 ns: a truncated next_run_time handed back to run_until
+    # stopped short of the job, and a hand-stepping loop never got past it.
+    ran: list[int] = []
+    job = scheduler.schedule(ran.append, 0.0000015, args=(1,))
+    scheduler.schedule(ran.append, 2.0000000005, args=(2,))
+    nrt = job.next_run_time
+    assert nrt is not None and nrt == scheduler.next_run_time()
+    assert nrt == at(microseconds=2)
+    for _ in range(3):
+        step = scheduler.next_run_time()
+        if step is None:
+            break
+        scheduler.run_until(step)
+    assert ran == [1, 2] and scheduler.next_run_time() is None
+
+
 def test_current_run(scheduler: Scheduler, fake_clock: FakeClock) -> None:
     seen: list[Run | None] = []
     job = scheduler.schedule(lambda: seen.append(current_run()), at(minutes=1))

@@ -227,7 +227,8 @@ class Job:
 
     @property
     def next_run_time(self) -> datetime | None:
-        """When the job is next due, as an aware datetime in the scheduler's zone.
+        """When the job is next due, as an aware datetime in the scheduler's zone (rounded up to
+        the microsecond, as ``Scheduler.next_run_time()``).
 
         None when it is not queued (paused, finished, cancelled, or waiting on a running
         fixed-delay occurrence).

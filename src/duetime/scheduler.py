@@ -60,6 +60,7 @@ from duetime._timers import (
 )
 from duetime._validate import (
     DURATION_MOST_S,
+    EPOCH_MOST_NS,
     NS_PER_SECOND,
     aware_datetime,
     datetime_to_ns,
@@ -1654,7 +1655,11 @@ class Scheduler:
         return [jobs[k[5]] for k in keyed]
 
     def next_run_time(self) -> datetime | None:
-        """When the earliest queued occurrence is due, in the scheduler's zone, or None."""
+        """When the earliest queued occurrence is due, in the scheduler's zone, or None.
+
+        Rounded up to the microsecond (a datetime has no nanoseconds), so that
+        ``run_until(next_run_time())`` always runs that occurrence.
+        """
         with self._lock:
             if self._durable:
                 self._sync_locked(full=False)
@@ -1664,7 +1669,7 @@ class Scheduler:
             head = self._store.head(wall, mono)
             if head is None:
                 return None
-            return self._to_datetime(head[2], MONOTONIC, wall, mono)
+            return self._to_datetime(head[2], MONOTONIC, wall, mono, up=True)
 
     def _job_next_mono(self, job: Job, wall: int, mono: int) -> int | None:
         if job._state is JobState.PAUSED:
@@ -1685,7 +1690,7 @@ class Scheduler:
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             nxt = self._job_next_mono(job, wall, mono)
-            return None if nxt is None else self._to_datetime(nxt, MONOTONIC, wall, mono)
+            return None if nxt is None else self._to_datetime(nxt, MONOTONIC, wall, mono, up=True)
 
     def _now_dt(self) -> datetime:
         """The clock's wall time as an aware datetime in the scheduler's zone."""
@@ -1705,14 +1710,26 @@ class Scheduler:
             return job._id
 
     def _to_datetime(
-        self, ns: int, timebase: int, wall: int | None = None, mono: int | None = None
+        self,
+        ns: int,
+        timebase: int,
+        wall: int | None = None,
+        mono: int | None = None,
+        *,
+        up: bool = False,
     ) -> datetime:
+        """``ns`` on ``timebase`` as a datetime in the scheduler's zone: truncated to the
+        microsecond, or rounded ``up`` to it. A next run time rounds up: a datetime cannot
+        show nanoseconds, and a truncated one handed back to ``run_until`` would stop short
+        of the job (a loop of ``run_until(next_run_time())`` never got past it)."""
         if timebase == MONOTONIC and not self._durable:
             # (With a durable store both timebases are the wall clock: WallAxis.)
             if wall is None or mono is None:
                 wall = self._clock.time_ns()
                 mono = self._clock.monotonic_ns()
             ns = ns - mono + wall
+        if up:
+            ns = min(-(-ns // 1_000) * 1_000, EPOCH_MOST_NS)
         return ns_to_datetime(ns, self._tz)
 
     # -- events ---------------------------------------------------------------------------------
