@@ -116,6 +116,34 @@ def test_the_schema_is_created_on_first_use_under_any_name(
     t.shutdown()
 
 
+@pytest.mark.parametrize("odd", ["a?b", "%s", "50%off", "%%", "%(x)s"])
+def test_a_question_mark_or_percent_sign_in_the_schema_name_is_no_placeholder(
+    pg_database: str, admin: psycopg.Connection[Any], odd: str
+) -> None:
+    # (Placeholders were converted after the name went into the statements, and psycopg read
+    # a % in it as one: "a?b" was created and then failed to load, "%%" meant "%" in some
+    # statements and "%%" in others.)
+    clock = FakeClock(T0)
+    s = Scheduler(clock, store=PostgresStore(pg_database, schema=odd))
+    s.register("print", print)
+    s.schedule("print", 60, id="one")
+    s.schedule("print", FixedRate(60), id="every")
+    assert s.run_for(60) == 2
+    assert [r.state for r in s.runs("one")] == ["succeeded"]
+    s.shutdown()
+    t = Scheduler(clock, store=PostgresStore(pg_database, schema=odd))
+    assert [j.id for j in t.jobs()] == ["every"]
+    t.shutdown()
+    schemas = {
+        name
+        for (name,) in admin.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname IN (%s, '%%', '?')", (odd,)
+        ).fetchall()
+    }
+    assert schemas == {odd}
+    admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(odd)))
+
+
 def test_the_longest_schema_name_schedules_and_wakes_a_worker(pg_database: str) -> None:
     # 63 bytes: "duetime:" and the name would pass the 63 bytes a NOTIFY channel may have.
     longest = "s" * 56 + secrets.token_hex(3) + "x"

@@ -386,10 +386,25 @@ class SQLStore(MemoryStore):
         """A statement of this module, in this store's dialect and tables (cached)."""
         sql = self._sql.get(template)
         if sql is None:
-            # (Inside a string literal, nextval('{p}rev'), a quote in the name is doubled.)
-            literal = template.replace("'{p}", "'" + self._prefix.replace("'", "''"))
-            sql = self._sql[template] = self._dialect(literal.replace("{p}", self._prefix))
+            sql = self._sql[template] = self._render(template)
         return sql
+
+    def _render(self, template: str) -> str:
+        """``template`` in this store's dialect, ``{p}`` standing for its tables' prefix.
+
+        The placeholders are converted before the prefix goes in, and the prefix is escaped
+        for the driver (``_unplaceheld``): a schema name is any text, and a ``?`` or ``%`` in
+        it is no placeholder."""
+        sql = self._dialect(template)
+        prefix = self._unplaceheld(self._prefix)
+        # (Inside a string literal, nextval('{p}rev'), a quote in the name is doubled.)
+        literal = sql.replace("'{p}", "'" + prefix.replace("'", "''"))
+        return literal.replace("{p}", prefix)
+
+    def _unplaceheld(self, text: str) -> str:
+        """``text`` escaped so that the driver reads no placeholder in it (sqlite3 reads none
+        inside a quoted name or literal)."""
+        return text
 
     def _tx(self, what: str) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
@@ -504,8 +519,8 @@ class SQLStore(MemoryStore):
             found += [
                 r[0]
                 for r in db.execute(
-                    self._dialect(
-                        f"SELECT id FROM {self._prefix}jobs WHERE id IN ({marks}) "
+                    self._render(
+                        f"SELECT id FROM {{p}}jobs WHERE id IN ({marks}) "
                         f"AND state {'' if ended else 'NOT '}IN (?, ?, ?)"
                     ),
                     (*chunk, *ENDED_STATES),
@@ -521,9 +536,8 @@ class SQLStore(MemoryStore):
         differ: set[str] = set()
         for chunk, marks in id_lists(list(sent)):
             found = db.execute(
-                self._dialect(
-                    f"SELECT id, state, runs, failures FROM {self._prefix}jobs "
-                    f"WHERE id IN ({marks})"
+                self._render(
+                    f"SELECT id, state, runs, failures FROM {{p}}jobs WHERE id IN ({marks})"
                 ),
                 chunk,
             ).fetchall()
@@ -918,8 +932,8 @@ class SQLStore(MemoryStore):
         with self._tx("renewing leases") as db:
             for chunk, marks in id_lists(held):
                 db.execute(
-                    self._dialect(
-                        f"UPDATE {self._prefix}runs SET lease_until = ? WHERE worker = ? "
+                    self._render(
+                        f"UPDATE {{p}}runs SET lease_until = ? WHERE worker = ? "
                         f"AND state = 'running' AND key IN ({marks})"
                     ),
                     (now + lease_ns, self.worker, *chunk),

@@ -737,6 +737,10 @@ class PostgresStore(SQLStore):
     def _dialect(self, sql: str) -> str:
         return sql.replace("?", "%s")
 
+    def _unplaceheld(self, text: str) -> str:
+        # (psycopg reads % as a placeholder's start in any statement sent with parameters.)
+        return text.replace("%", "%%")
+
     @contextlib.contextmanager
     def _tx(self, what: str) -> Iterator[_Handle]:
         """One transaction (or the open batch's), all or nothing."""
@@ -1031,7 +1035,8 @@ class PostgresStore(SQLStore):
                             # (No parameters: psycopg sends the script as one simple query.)
                             conn.execute(_SCHEMA.replace("{s}", s).encode())
                             conn.execute(
-                                f"INSERT INTO {s}.meta (key, value) VALUES ('schema', %s) "
+                                f"INSERT INTO {self._unplaceheld(s)}.meta (key, value) "
+                                "VALUES ('schema', %s) "
                                 "ON CONFLICT (key) DO NOTHING",
                                 (SCHEMA_VERSION,),
                             )
