@@ -740,6 +740,31 @@ def test_a_terminated_connection_is_reopened(
     s.shutdown()
 
 
+def test_an_outcome_a_cut_connection_kept_is_written_at_shutdown(
+    pg_store: StoreMaker,
+    pg_schema: str,
+    admin: psycopg.Connection[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Owed outcomes were written only at the next poll: a shutdown before it closed the store
+    # with the run still "running", and another worker ran the fire again after the lease.
+    clock = FakeClock(T0)
+    s = Scheduler(clock, store=pg_store())
+    s.register("cut", lambda: _terminate_workers(admin))
+    s.schedule("cut", 10, id="a")
+    caplog.set_level(logging.WARNING, "duetime")
+    clock.advance(10)
+    assert s.run_pending() == 1
+    assert "could not record the outcome of run a@" in caplog.text
+    assert _count(admin, pg_schema, "running") == 1
+    s.shutdown()
+    assert (_count(admin, pg_schema, "running"), _count(admin, pg_schema, "succeeded")) == (0, 1)
+    again = Scheduler(FakeClock(T0 + timedelta(hours=1)), store=pg_store())
+    again.register("cut", print)
+    assert again.run_pending() == 0 and again.get("a") is None
+    again.shutdown()
+
+
 def test_reads_on_a_connection_cut_while_idle_are_sent_again_without_an_error(
     pg_store: StoreMaker, admin: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4227,7 +4227,7 @@ class Scheduler:
                 # An asyncio runner cannot be waited for from here: it closes the store itself
                 # once its tasks are done, in _serve.)
                 with self._lock:
-                    self._store.close()  # type: ignore[attr-defined]
+                    self._close_store_locked()
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.
@@ -4248,7 +4248,26 @@ class Scheduler:
                 # shutdown() without wait (all a coroutine may call) left a durable store open
                 # for the runs still going; the runner has awaited them, so it can go now.
                 if self._shutdown and self._durable:
-                    self._store.close()  # type: ignore[attr-defined]
+                    self._close_store_locked()
+
+    def _close_store_locked(self) -> None:
+        """Close the durable store at the end of the scheduler's life (lock held), once the
+        outcomes still waiting are written: the outbox's, and those a lost connection kept
+        from the store (owed, and until now written at the next poll, which will not come).
+        One that still cannot be written is logged: its run is taken over when its lease runs
+        out, and runs again."""
+        self._flush_outcomes()
+        if self._owed:
+            self._pay_owed()
+            if self._owed:
+                logger.error(
+                    "closing the store with %d outcomes unwritten (%s, ...): other workers "
+                    "run them again when their leases run out",
+                    len(self._owed),
+                    self._owed[0][1],
+                )
+                self._owed = []
+        self._store.close()  # type: ignore[attr-defined]
 
     def wait_idle(self, timeout: float | timedelta | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).
