@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import dataclasses
+import functools
+import gc
+import logging
 import sys
 import threading
 import typing
@@ -71,7 +74,9 @@ def test_plain_functions_run_in_the_default_executor() -> None:
     assert len(threads) == 1 and threads[0] != threading.main_thread().name
 
 
-def test_plain_functions_run_in_their_executor_inline_named_or_process_pool() -> None:
+def test_plain_functions_run_in_their_executor_inline_named_or_process_pool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock = FakeClock()
     threads: dict[str, str] = {}
     results: list[Any] = []
@@ -103,7 +108,12 @@ def test_plain_functions_run_in_their_executor_inline_named_or_process_pool() ->
         assert sorted(results, key=repr) == [49, None, None]
         assert [repr(f.error) for f in s.failed()] == ["ValueError('no')"]
 
+    caplog.set_level(logging.ERROR, "asyncio")
     asyncio.run(main())
+    gc.collect()
+    # (The failure is the job's, recorded by duetime: its asyncio wrapper, which nobody awaits,
+    # logged "Future exception was never retrieved" when collected, with the job's traceback.)
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 def _square(x: int) -> int:
@@ -486,6 +496,65 @@ def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path
         assert ran_there == []
         assert [(r.state, r.attempt) for r in other.runs()] == [("succeeded", 1)]
     finally:
+        other.shutdown()
+
+
+def test_a_coroutine_cancelled_at_aclose_is_not_renewed_while_aclose_waits(
+    tmp_path: Path,
+) -> None:
+    # aclose(cancel_running=True) renewed every lease this process held while it waited for
+    # a plain job in a thread, the cancelled coroutine's too: its takeover waited for the
+    # close instead of its lease (as after a crash).
+    clocks = [FakeClock(start=FAKE_START), FakeClock(start=FAKE_START)]
+    db = tmp_path / "j.db"
+    other = Scheduler(clocks[1], store=SQLiteStore(db), lease=0.3)
+    ran_there: list[str] = []
+    for name in ("coro", "plain"):
+        other.register(name, functools.partial(ran_there.append, name))
+    gate = threading.Event()
+
+    async def main() -> None:
+        one = AsyncScheduler(clocks[0], store=SQLiteStore(db), lease=0.3)
+        started = asyncio.Event()
+
+        async def coro() -> None:
+            started.set()
+            await asyncio.Event().wait()
+
+        one.register("coro", coro)
+        one.register("plain", lambda: gate.wait(WAIT))
+        one.schedule("coro", 10, id="c")
+        one.schedule("plain", 10, id="p")
+        await one.start()
+        clocks[0].advance(10)  # both claimed, their leases until 10.3 s
+        await asyncio.wait_for(started.wait(), WAIT)
+        closing = asyncio.ensure_future(one.aclose(cancel_running=True))
+        for _ in range(100_000):  # (until the loop has stopped: it no longer watches)
+            if not clocks[0]._callbacks:
+                break
+            await asyncio.sleep(0)
+        assert not clocks[0]._callbacks, "the loop did not stop"
+        polled = one._next_poll
+        clocks[0].advance(0.25)  # a poll is due: the waiting close renews the plain run's lease
+        for _ in range(int(WAIT / 0.001)):
+            if one._next_poll != polled:
+                break
+            await asyncio.sleep(0.001)
+        assert one._next_poll != polled, "the lease was not renewed"
+        clocks[1].advance(10.4)
+        assert other.run_pending() == 1  # the coroutine's run, its lease out: taken over
+        gate.set()
+        await asyncio.wait_for(closing, WAIT)
+
+    try:
+        asyncio.run(main())
+        assert ran_there == ["coro"]
+        assert sorted((r.job_id, r.state, r.attempt) for r in other.runs()) == [
+            ("c", "succeeded", 2),
+            ("p", "succeeded", 1),
+        ]
+    finally:
+        gate.set()
         other.shutdown()
 
 

@@ -43,6 +43,12 @@ def is_coroutine_function(func: Any) -> bool:
     )
 
 
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark a done future's exception as read (its outcome is recorded elsewhere)."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class AsyncRunner(HeadWatcher):
     """Runs a Scheduler (its ``Engine``) on the current asyncio loop (``Scheduler.run_async``)."""
 
@@ -220,6 +226,9 @@ class AsyncRunner(HeadWatcher):
         fut = asyncio.wrap_future(pooled, loop=self._loop)
         self._pooled[fut] = pooled
         fut.add_done_callback(self._pooled.pop)
+        # (Its exception, the job's failure, is recorded from the pool's future: the wrapper
+        # is read too, or asyncio logs "Future exception was never retrieved" when it goes.)
+        fut.add_done_callback(_retrieve)
         return fut
 
     def _run_in_executor(self, occ: Occ, executor: cf.Executor | None) -> asyncio.Future[Any]:

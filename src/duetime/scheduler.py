@@ -2170,6 +2170,8 @@ class Scheduler:
                                 self._store.reopen_key(fire)  # type: ignore[attr-defined]
                     elif give_back:
                         returned.append((fire, occ[3]))
+                    elif interrupted:
+                        self._store.let_lapse(fire)  # type: ignore[attr-defined]
                 if (
                     (give_back or interrupted)
                     and self._shutdown

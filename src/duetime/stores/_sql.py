@@ -851,6 +851,12 @@ class SQLStore(MemoryStore):
                 [(key, self.worker, attempt) for key, attempt in runs],
             )
 
+    def let_lapse(self, key: str) -> None:
+        """Stop renewing the lease of run ``key``, which this process interrupted mid-run (a
+        coroutine cancelled at shutdown): it is taken over when its lease runs out, as a
+        crashed worker's run is, not when this process has finished stopping."""
+        self._held.discard(key)
+
     def mark_lost(self, key: str, now: int) -> None:
         """Record that an expired run's job has ended, so nobody will run it again."""
         self._held.discard(key)
