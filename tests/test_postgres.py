@@ -287,6 +287,18 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
     missing = pg_database.rsplit("/", 1)[0] + "/no_such_database_here"
     with pytest.raises(StoreError, match=r"create the database first"):
         Scheduler(store=missing)
+    # (Neither is a server down: the port out of range was reported as one, the unknown role
+    # and libpq's refusal of a setting told to check that PostgreSQL runs.)
+    for out_of_range in ("postgresql://app@db:99999/app", "host=db port=5432,0 dbname=app"):
+        with pytest.raises(InvalidArgument, match=r"port must be from 1 to 65535"):
+            PostgresStore(out_of_range)
+    parts = urlsplit(pg_database)
+    if parts.username and not parts.password:
+        nobody = pg_database.replace(f"{parts.username}@", "duetime_no_such_role@", 1)
+        with pytest.raises(StoreError, match=r"role .* does not exist.*check the user and pass"):
+            Scheduler(store=nobody)
+    with pytest.raises(StoreError, match=r"invalid sslmode value.*check the settings in the DSN"):
+        Scheduler(store=f"{pg_database}?sslmode=bogus")
 
 
 def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> None:

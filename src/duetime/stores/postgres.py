@@ -372,6 +372,8 @@ def _check_dsn(dsn: str) -> None:
         port = str(params.get("port") or "")
         if not all(_PORT.fullmatch(part) for part in port.split(",")):
             raise ValueError(f"port must be a number, got {port!r}")
+        if not all(0 < int(part) < 65536 for part in port.split(",") if part.strip()):
+            raise ValueError(f"port must be from 1 to 65535, got {port!r}")
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InvalidArgument(
@@ -651,8 +653,15 @@ class PostgresStore(SQLStore):
         low = text.lower()
         if missing_database(exc):
             advice = "create the database first (createdb NAME), or name another one"
-        elif state in ("28P01", "28000") or "authentication failed" in low:
+        elif (
+            state in ("28P01", "28000")
+            or "authentication failed" in low
+            or ("role" in low and "does not exist" in low)
+        ):
             advice = "check the user and password in the DSN (or ~/.pgpass)"
+        elif "invalid" in low and "value" in low and not state:
+            # (libpq refusing one of the DSN's settings, sslmode=bogus: no server was asked.)
+            advice = "check the settings in the DSN"
         elif state == "42501":
             advice = (
                 "the user may not create or use the schema; grant it (GRANT CREATE ON DATABASE, "
