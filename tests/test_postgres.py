@@ -43,6 +43,7 @@ from duetime import (
     current_run,
 )
 from duetime import scheduler as scheduler_module
+from duetime.__main__ import main as cli_main
 from duetime.stores import postgres
 
 from . import workers
@@ -299,6 +300,17 @@ def test_bad_arguments_and_unreachable_servers(pg_database: str) -> None:
             Scheduler(store=nobody)
     with pytest.raises(StoreError, match=r"invalid sslmode value.*check the settings in the DSN"):
         Scheduler(store=f"{pg_database}?sslmode=bogus")
+
+
+def test_a_store_urls_scheme_is_read_in_any_case(pg_database: str, pg_schema: str) -> None:
+    # (A URL's scheme is case-insensitive; Scheduler(store=) and the CLI refused
+    # "POSTGRESQL://", and libpq would have refused it too.)
+    shouted = pg_database.replace("postgresql:", "PostgreSQL:", 1)
+    assert shouted != pg_database
+    s = Scheduler(FakeClock(T0), store=f"{shouted}?schema={pg_schema}")
+    s.schedule("print", 60, id="loud")
+    s.shutdown()
+    assert cli_main(["jobs", "--store", f"{shouted}?schema={pg_schema}"]) == 0
 
 
 def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> None:

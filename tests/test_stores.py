@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from duetime import FakeClock, InvalidArgument, JobState, Scheduler
+from duetime.__main__ import main as cli_main
 from duetime.job import Job, new_job
 from duetime.recurrence import MONOTONIC, WALL
 from duetime.stores import JobStore, MemoryStore
@@ -247,6 +249,15 @@ def test_only_stores_are_stores() -> None:
     ):
         Scheduler(store="sqlite:///x.db?mode=ro")  # (made a file named 'x.db?mode=ro')
     assert SQLiteStore.from_url("sqlite:///my%20jobs.db").path == "my jobs.db"
+
+
+def test_a_store_urls_scheme_is_read_in_any_case(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.db"
+    s = Scheduler(store=f"SQLite:///{path}")  # (a URL's scheme is case-insensitive: was refused)
+    assert isinstance(s.store, SQLiteStore) and Path(s.store.path) == path
+    s.schedule("print", 60, id="loud")
+    s.shutdown()
+    assert cli_main(["jobs", "--store", f"SQLITE:///{path}"]) == 0
 
 
 # -- the translation of timing state at the store boundary ---------------------------------------

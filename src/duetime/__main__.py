@@ -28,7 +28,7 @@ from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.job import Job, JobState, Misfire, current_run
 from duetime.recurrence import At, FixedRate
-from duetime.scheduler import Scheduler
+from duetime.scheduler import Scheduler, lower_scheme
 from duetime.stores import codec
 from duetime.stores.postgres import PostgresStore, missing_database
 from duetime.stores.records import RUN_STATES
@@ -280,6 +280,7 @@ def _when(value: datetime | None) -> str | None:
 def _open(url: str) -> Scheduler:
     """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
     try:
+        url = lower_scheme(url)
         store: SQLiteStore | PostgresStore | str = url
         # (Opening a store that does not exist would create an empty one: not what was meant.
         # A mistyped name would then list no jobs instead of saying so.)

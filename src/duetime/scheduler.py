@@ -268,8 +268,16 @@ def _check_retry(retry: object) -> None:
         raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
 
 
+def lower_scheme(url: str) -> str:
+    """``url`` with its scheme in lower case: a URL's scheme is case-insensitive (RFC 3986),
+    libpq's and this module's prefix tests are not."""
+    scheme, colon, rest = url.partition(":")
+    return scheme.lower() + colon + rest if colon and scheme.isalpha() else url
+
+
 def _store_from_url(url: str) -> MemoryStore:
     """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
+    url = lower_scheme(url)
     if url.startswith("sqlite:"):
         return SQLiteStore.from_url(url)
     if url.startswith(("postgresql:", "postgres:")):
