@@ -1576,6 +1576,37 @@ def test_without_a_runner_a_job_runs_here_whatever_its_executor(db: Path, calls:
         web.shutdown()
 
 
+def test_a_web_process_schedules_a_job_for_an_executor_only_the_workers_have(
+    db: Path, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It was refused ("not one of the scheduler's executors"), though a task name the web
+    # process has not registered is accepted for the workers that have it.
+    clock = FakeClock(T0)
+    web = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        with caplog.at_level(logging.WARNING, logger="duetime"):
+            web.schedule("report", 10, id="r", executor="reports")
+            web.schedule("report", 20, id="r2", executor="reports")
+        assert caplog.text.count("executor 'reports' is not one of this scheduler's") == 1
+        with pytest.raises(InvalidArgument, match="executor '' is not one"):
+            web.schedule("report", 10, executor="")
+        assert sorted(j.id for j in web.jobs()) == ["r", "r2"]
+    finally:
+        web.shutdown()
+    with ThreadPoolExecutor(1) as reports:
+        worker = Scheduler(clock, store=SQLiteStore(db), executors={"reports": reports})
+        worker.register("report", calls.record)
+        try:
+            worker.start()
+            clock.advance(20)
+            until(lambda: len(calls.keys) == 2, what="both jobs on the worker's executor")
+        finally:
+            worker.shutdown()
+    memory = Scheduler(clock)
+    with pytest.raises(InvalidArgument, match="executor 'reports' is not one"):
+        memory.schedule(print, 10, executor="reports")  # (in memory nobody else could run it)
+
+
 def test_registering_a_task_after_loading_queues_each_job_once(
     db: Path, clock: FakeClock, calls: Calls
 ) -> None:

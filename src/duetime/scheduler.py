@@ -1108,10 +1108,22 @@ class Scheduler:
             if not isinstance(executor, str):
                 raise TypeError(f"executor must be the name of an executor, got {executor!r}")
             if executor not in self._executors_spec:
-                raise InvalidArgument(
-                    f"executor {executor!r} is not one of the scheduler's executors "
-                    f"{sorted(self._executors_spec)!r}"
-                )
+                if not self._durable or not executor.strip():
+                    raise InvalidArgument(
+                        f"executor {executor!r} is not one of the scheduler's executors "
+                        f"{sorted(self._executors_spec)!r}"
+                    )
+                # A durable job is for whichever process has that executor (a web process
+                # schedules work for the workers that have a "reports" pool), as a task
+                # name this process has not registered is. Said once per name.
+                if executor not in self._stored_for_others:
+                    self._stored_for_others.add(executor)
+                    logger.warning(
+                        "executor %r is not one of this scheduler's executors %r: its jobs "
+                        "are stored for the processes that have one",
+                        executor,
+                        sorted(self._executors_spec),
+                    )
         return JobOptions(
             retry=retry,
             misfire=misfire,
@@ -2641,6 +2653,8 @@ class Scheduler:
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
         self._warned_executors: set[str] = set()
+        # Executor names this process has not, that it stored jobs for (warned once each).
+        self._stored_for_others: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
         self._requeue = False  # queued fires were dropped from memory: take them in again
         self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
