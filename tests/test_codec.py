@@ -361,23 +361,6 @@ def test_a_retry_on_class_that_cannot_be_named_is_refused() -> None:
         encode_retry(FixedBackoff([1], retry_on=Local))
 
 
-def test_a_retry_on_class_of_the_script_being_run_is_refused() -> None:
-    # Importable here as "__main__:Local", and stored so: no other process (a worker, the CLI)
-    # could load the job, and it was left out of their lists with a warning.
-    import __main__
-
-    class Local(Exception):
-        pass
-
-    Local.__module__, Local.__qualname__ = "__main__", "DuetimeTestLocal"
-    __main__.DuetimeTestLocal = Local
-    try:
-        with pytest.raises(InvalidArgument, match=r"retry_on names .* \(__main__\)"):
-            encode_retry(FixedBackoff([1], retry_on=Local))
-    finally:
-        del __main__.DuetimeTestLocal
-
-
 def test_a_stored_retry_policy_never_imports_what_it_names() -> None:
     import sys
 

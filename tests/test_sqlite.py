@@ -139,32 +139,6 @@ def open_scheduler(
 # -- what is stored, and what comes back --------------------------------------------------------
 
 
-def test_the_schedulers_defaults_are_stored_with_the_job(
-    open_scheduler: Opener, clock: FakeClock, calls: Calls
-) -> None:
-    # They were applied by whichever process ran the job: a worker opened without them (or
-    # this one restarted so) gave the job no retries and coalesced its missed fires.
-    s = open_scheduler(retry=FixedBackoff([5, 5]), misfire=Misfire.RUN_ALL, overlap=Overlap.QUEUE)
-    s.schedule("fail", 58, id="f")
-    s.schedule("record", FixedRate(60), id="t")
-    s.schedule("record", FixedRate(60), id="own", misfire=Misfire.SKIP, retry=NoRetry())
-    assert s.run_for(61) == 3  # f's first attempt, t's and own's first fires
-    s.shutdown()
-    calls.keys.clear()
-    clock.advance(600)
-    plain = open_scheduler()
-    assert plain.run_pending() == 1 + 10 + 1  # f's second attempt, t's ten missed fires, own
-    assert sorted(k.split("@")[0] for k in calls.keys) == ["f", "own"] + ["t"] * 10
-    clock.advance(5)
-    assert plain.run_pending() == 1  # f's third attempt: FixedBackoff([5, 5]) allows two retries
-    assert [(d.job.id, d.attempts) for d in plain.failed()] == [("f", 3)]
-    # Declared again with the same defaults: the same job, left as it stands.
-    again = open_scheduler(
-        retry=FixedBackoff([5, 5]), misfire=Misfire.RUN_ALL, overlap=Overlap.QUEUE
-    )
-    assert again.schedule("record", FixedRate(60), id="t", replace=True) is again.get("t")
-
-
 WHENS: list[Any] = [
     At(T0 + timedelta(hours=1)),
     After(90),

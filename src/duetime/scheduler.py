@@ -466,23 +466,6 @@ class Scheduler:
         self._misfire = misfire
         self._overlap = overlap
         self._max_concurrent = max_concurrent
-        # The defaults given here that a durable job takes in at schedule() (None: none given).
-        # A stored job follows the same policies whichever process runs it, a plain worker's
-        # Scheduler(store=...) or this one restarted without them (APScheduler's job_defaults
-        # are likewise written into each job as it is added).
-        self._stored_defaults: JobOptions | None = None
-        if self._durable and (
-            retry is not None
-            or misfire is not Misfire.RUN_ONCE
-            or overlap is not Overlap.SKIP
-            or self._grace != NS_PER_SECOND
-        ):
-            self._stored_defaults = JobOptions(
-                retry=retry,
-                misfire=None if misfire is Misfire.RUN_ONCE else misfire,
-                grace_ns=None if self._grace == NS_PER_SECOND else self._grace,
-                overlap=None if overlap is Overlap.SKIP else overlap,
-            )
 
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
@@ -826,9 +809,6 @@ class Scheduler:
         else:
             opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
             plain = False
-        if self._stored_defaults is not None:
-            opts = self._with_defaults(opts)
-            plain = False
         if replace and id is None:
             # (Without an id there is nothing to replace: each call makes a new job. Warned,
             # not refused: the call does what it says for a job that is new.)
@@ -1132,21 +1112,6 @@ class Scheduler:
             jitter_ns=0 if jitter is None else duration_ns("jitter", jitter),
             limiter=limiter,
             executor=executor,
-        )
-
-    def _with_defaults(self, opts: JobOptions) -> JobOptions:
-        """``opts`` with the scheduler's given defaults where the job gives none (a durable
-        store's job: ``_stored_defaults``)."""
-        d = self._stored_defaults
-        assert d is not None
-        return JobOptions(
-            retry=opts.retry if opts.retry is not None else d.retry,
-            misfire=opts.misfire if opts.misfire is not None else d.misfire,
-            grace_ns=opts.grace_ns if opts.grace_ns is not None else d.grace_ns,
-            overlap=opts.overlap if opts.overlap is not None else d.overlap,
-            jitter_ns=opts.jitter_ns,
-            limiter=opts.limiter,
-            executor=opts.executor,
         )
 
     def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None, bool]:

@@ -459,13 +459,6 @@ def _exceptions(classes: Any) -> list[str]:
     out = []
     for cls in classes:
         name = f"{cls.__module__}:{cls.__qualname__}"
-        if cls.__module__ == "__main__":
-            # (Another process's __main__ is another program: a worker, the CLI, this one
-            # restarted under a test runner. The job would load nowhere else.)
-            raise InvalidArgument(
-                f"retry cannot be stored: retry_on names {cls!r}, defined in the script being "
-                f"run (__main__), which other processes cannot import; define it in a module"
-            )
         if _lookup(cls.__module__, cls.__qualname__) is not cls:
             raise InvalidArgument(
                 f"retry cannot be stored: retry_on names {cls!r}, which cannot be imported by "
