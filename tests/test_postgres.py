@@ -117,8 +117,8 @@ def test_the_schema_is_created_on_first_use_under_any_name(
     t.shutdown()
 
 
-@pytest.mark.parametrize("odd", ["a?b", "%s", "50%off", "%%", "%(x)s"])
-def test_a_question_mark_or_percent_sign_in_the_schema_name_is_no_placeholder(
+@pytest.mark.parametrize("odd", ["a?b", "%s", "50%off", "%%", "%(x)s", "x{p}y", "'{p}"])
+def test_a_schema_name_with_placeholder_or_template_characters_is_just_a_name(
     pg_database: str, admin: psycopg.Connection[Any], odd: str
 ) -> None:
     # (Placeholders were converted after the name went into the statements, and psycopg read
@@ -311,6 +311,9 @@ def test_a_store_urls_scheme_is_read_in_any_case(pg_database: str, pg_schema: st
     s.schedule("print", 60, id="loud")
     s.shutdown()
     assert cli_main(["jobs", "--store", f"{shouted}?schema={pg_schema}"]) == 0
+    t = Scheduler(FakeClock(T0), store=PostgresStore.from_url(f"{shouted}?schema={pg_schema}"))
+    assert [j.id for j in t.jobs()] == ["loud"]
+    t.shutdown()
 
 
 def test_store_urls_reach_libpq_as_written(pg_database: str, pg_schema: str) -> None:

@@ -258,6 +258,7 @@ def test_a_store_urls_scheme_is_read_in_any_case(tmp_path: Path) -> None:
     s.schedule("print", 60, id="loud")
     s.shutdown()
     assert cli_main(["jobs", "--store", f"SQLITE:///{path}"]) == 0
+    assert SQLiteStore.from_url(f"SQLITE:///{path}").path == str(path)
 
 
 # -- the translation of timing state at the store boundary ---------------------------------------

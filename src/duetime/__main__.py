@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from duetime._durable import MissingTask
-from duetime._validate import zone
+from duetime._validate import lower_scheme, zone
 from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.job import Job, JobState, Misfire, current_run
 from duetime.recurrence import At, FixedRate
-from duetime.scheduler import Scheduler, lower_scheme
+from duetime.scheduler import Scheduler
 from duetime.stores import codec
 from duetime.stores.postgres import PostgresStore, missing_database
 from duetime.stores.records import RUN_STATES

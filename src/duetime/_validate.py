@@ -124,6 +124,13 @@ _EPOCH_LEAST_NS = datetime_to_ns(datetime.min.replace(tzinfo=_EPOCH.tzinfo))
 EPOCH_MOST_NS = datetime_to_ns(datetime.max.replace(tzinfo=_EPOCH.tzinfo))
 
 
+def lower_scheme(url: str) -> str:
+    """``url`` with its scheme in lower case: a URL's scheme is case-insensitive (RFC 3986),
+    libpq's and the stores' prefix tests are not."""
+    scheme, colon, rest = url.partition(":")
+    return scheme.lower() + colon + rest if colon and scheme.isalpha() else url
+
+
 def ns_to_datetime(ns: int, tz: tzinfo) -> datetime:
     """The aware datetime in ``tz`` for epoch nanoseconds (truncated to microseconds)."""
     return (_EPOCH + timedelta(microseconds=ns // 1_000)).astimezone(tz)

@@ -68,6 +68,7 @@ from duetime._validate import (
     epoch_ns,
     in_calendar,
     integer,
+    lower_scheme,
     ns_to_datetime,
     zone,
 )
@@ -266,13 +267,6 @@ def _check_retry(retry: object) -> None:
     protocol check, and would fail only at the first retry)."""
     if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
         raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
-
-
-def lower_scheme(url: str) -> str:
-    """``url`` with its scheme in lower case: a URL's scheme is case-insensitive (RFC 3986),
-    libpq's and this module's prefix tests are not."""
-    scheme, colon, rest = url.partition(":")
-    return scheme.lower() + colon + rest if colon and scheme.isalpha() else url
 
 
 def _store_from_url(url: str) -> MemoryStore:

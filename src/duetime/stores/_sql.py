@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import timedelta, timezone
 from typing import Any, TypeVar
@@ -40,6 +41,9 @@ from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
 __all__ = ["SQLStore"]
 
 logger = logging.getLogger("duetime")
+
+# Where a statement's template names the store's tables: {p}, or '{p} opening a string literal.
+_PREFIX_MARK = re.compile(r"(')?\{p\}")
 
 # The runs that wait to be taken in: the fires enqueued and the retries pending (a failed run
 # keeps its retry's due time in lease_until).
@@ -397,9 +401,10 @@ class SQLStore(MemoryStore):
         it is no placeholder."""
         sql = self._dialect(template)
         prefix = self._unplaceheld(self._prefix)
-        # (Inside a string literal, nextval('{p}rev'), a quote in the name is doubled.)
-        literal = sql.replace("'{p}", "'" + prefix.replace("'", "''"))
-        return literal.replace("{p}", prefix)
+        # (Inside a string literal, nextval('{p}rev'), a quote in the name is doubled. One
+        # pass: a name that itself holds "{p}" is not read again.)
+        quoted = "'" + prefix.replace("'", "''")
+        return _PREFIX_MARK.sub(lambda m: quoted if m.group(1) else prefix, sql)
 
     def _unplaceheld(self, text: str) -> str:
         """``text`` escaped so that the driver reads no placeholder in it (sqlite3 reads none

@@ -56,7 +56,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_plus, urlsplit
 
-from duetime._validate import NS_PER_SECOND, duration_ns
+from duetime._validate import NS_PER_SECOND, duration_ns, lower_scheme
 from duetime.clock import real_monotonic
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import (
@@ -626,6 +626,7 @@ class PostgresStore(SQLStore):
     def from_url(cls, url: str) -> PostgresStore:
         """A store for ``postgresql://user@host:port/dbname`` (``postgres://`` too); a query
         parameter ``schema=name`` chooses the schema, the others go to libpq."""
+        url = lower_scheme(url)  # (libpq reads only a lower-case scheme)
         try:
             parts = urlsplit(url)
         except ValueError as exc:  # ("Invalid IPv6 URL")
@@ -656,7 +657,7 @@ class PostgresStore(SQLStore):
         elif (
             state in ("28P01", "28000")
             or "authentication failed" in low
-            or ("role" in low and "does not exist" in low)
+            or ("role" in low and "does not exist" in low and not state)
         ):
             advice = "check the user and password in the DSN (or ~/.pgpass)"
         elif "invalid" in low and "value" in low and not state:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from duetime._validate import NS_PER_SECOND, duration_ns
+from duetime._validate import NS_PER_SECOND, duration_ns, lower_scheme
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import READ_COLUMNS, SQLStore, read_row
 from duetime.stores.records import JobRow
@@ -155,6 +155,7 @@ class SQLiteStore(SQLStore):
         """A store for ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``
         (percent-escapes decoded; no query parameters)."""
         prefix = "sqlite:///"
+        url = lower_scheme(url)
         if not url.startswith(prefix) or len(url) == len(prefix):
             raise InvalidArgument(
                 f"store must look like 'sqlite:///jobs.db' (relative) or "
