@@ -122,7 +122,7 @@ def duetime_throughput(n: int, procs: int, lead: float = 0.0) -> float:
     fresh_database()
     s = Scheduler(store=DSN)
     s.register("noop", noop)
-    # (With a lead, the due time leaves room for writing the jobs, ~0.1 ms each, and the
+    # (With a lead, the due time leaves room for writing the jobs, ~0.03 ms each, and the
     # workers start ``lead`` seconds before it.)
     due = datetime.now(timezone.utc) + timedelta(seconds=lead + n / 4000 + 1 if lead else 0)
     with s.batch():

@@ -1550,6 +1550,38 @@ def test_without_a_runner_a_job_runs_here_whatever_its_executor(db: Path, calls:
         web.shutdown()
 
 
+def test_an_outcome_still_unwritable_at_shutdown_is_tried_once_and_said_so(
+    db: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The store is locked by another program through the run and the shutdown: the outcome is
+    # owed, tried once more as the store closes, and the log says the run will run again (it
+    # said "trying again at the next poll", and the close tried twice).
+    s = Scheduler(clock, store=SQLiteStore(db, busy_timeout=0.05))
+    other = sqlite3.connect(db, isolation_level=None)
+    s.register("lock", lambda: other.execute("BEGIN IMMEDIATE"))
+    s.schedule("lock", 10, id="a")
+    caplog.set_level(logging.ERROR, "duetime")
+    clock.advance(10)
+    try:
+        assert s.run_pending() == 1
+        assert "could not record the outcome of run a@" in caplog.text
+        caplog.clear()
+        s.shutdown()
+        (said,) = [r.getMessage() for r in caplog.records]
+        assert said.startswith(
+            "could not record the outcome of run a@2026-03-02T08:00:10+00:00 (closing the "
+            "store: other workers run it again when its lease runs out)"
+        )
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    again = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        assert [(r.state, r.attempt) for r in again.runs()] == [("running", 1)]
+    finally:
+        again.shutdown()
+
+
 def test_a_web_process_schedules_a_job_for_an_executor_only_the_workers_have(
     db: Path, calls: Calls, caplog: pytest.LogCaptureFixture
 ) -> None:

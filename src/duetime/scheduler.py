@@ -3594,11 +3594,12 @@ class Scheduler:
             self._outbox = []
             self._record_outcomes(outbox)
 
-    def _record_outcomes(self, outcomes: list[_Outcome]) -> None:
+    def _record_outcomes(self, outcomes: list[_Outcome], final: bool = False) -> None:
         """Write runs' outcomes, each with its job's row as it is now (lock held). What the
-        store cannot take now is owed: the next poll writes it."""
+        store cannot take now is owed: the next poll writes it (``final``: the store is about
+        to close, and there is no next poll)."""
         asks = self._outcome_asks(outcomes)
-        self._after_outcomes(outcomes, asks, self._store.settle_many(asks))  # type: ignore[attr-defined]
+        self._after_outcomes(outcomes, asks, self._store.settle_many(asks), final)  # type: ignore[attr-defined]
 
     def _outcome_asks(self, outcomes: list[_Outcome]) -> list[SettleAsk]:
         """The store's arguments for ``outcomes``: each with its job's row as it is now."""
@@ -3616,6 +3617,7 @@ class Scheduler:
         outcomes: list[_Outcome],
         asks: list[SettleAsk],
         answers: Sequence[bool | StoreError],
+        final: bool = False,
     ) -> None:
         """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
         runs this worker no longer held, keep dead letters."""
@@ -3673,8 +3675,11 @@ class Scheduler:
         if owed:
             # One line for the lot: a store down for a while fails every outcome of every poll.
             logger.error(
-                "could not record the outcome of %s (trying again at the next poll): %s",
+                "could not record the outcome of %s (%s): %s",
                 f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
+                "closing the store: other workers run it again when its lease runs out"
+                if final
+                else "trying again at the next poll",
                 failure,
             )
 
@@ -4274,17 +4279,11 @@ class Scheduler:
         from the store (owed, and until now written at the next poll, which will not come).
         One that still cannot be written is logged: its run is taken over when its lease runs
         out, and runs again."""
-        self._flush_outcomes()
-        if self._owed:
-            self._pay_owed()
-            if self._owed:
-                logger.error(
-                    "closing the store with %d outcomes unwritten (%s, ...): other workers "
-                    "run them again when their leases run out",
-                    len(self._owed),
-                    self._owed[0][1],
-                )
-                self._owed = []
+        outcomes = self._owed + self._outbox  # (the owed ones are older)
+        if outcomes:
+            self._owed, self._outbox = [], []
+            self._record_outcomes(outcomes, final=True)  # (one attempt: what fails is logged)
+            self._owed = []
         self._store.close()  # type: ignore[attr-defined]
 
     def wait_idle(self, timeout: float | timedelta | None = None) -> bool:
