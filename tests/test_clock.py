@@ -74,6 +74,12 @@ def test_jump_wall_moves_only_the_wall_clock_either_way() -> None:
         c.jump_wall(float("nan"))
     with pytest.raises(TypeError, match="seconds"):
         c.jump_wall("1")  # type: ignore[arg-type]
+    # (A step back too far was reported without its sign, as more than "at most" allows.)
+    with pytest.raises(InvalidArgument, match=r"within a thousand years .*got -1e\+20$"):
+        c.jump_wall(-1e20)
+    with pytest.raises(InvalidArgument, match=r"finite number of seconds, got -inf$"):
+        c.jump_wall(float("-inf"))
+    assert c.now() == START + timedelta(hours=23)
 
 
 def test_start_validation() -> None:

@@ -95,7 +95,16 @@ def signed_duration_ns(name: str, value: object) -> int:
         negative = value < 0
     else:
         raise TypeError(f"{name} must be a number of seconds or a timedelta, got {value!r}")
-    ns = duration_ns(name, -value if negative else value)
+    try:
+        ns = duration_ns(name, -value if negative else value)
+    except InvalidArgument as exc:
+        if not negative:
+            raise
+        # (Checked as its magnitude, reported as given: the message named the value without
+        # its sign, and "at most" a thousand years.)
+        text = str(exc).replace(f"got {-value!r}", f"got {value!r}")
+        text = text.replace("must be at most a thousand years", "must be within a thousand years")
+        raise InvalidArgument(text) from None
     return -ns if negative else ns
 
 

@@ -337,7 +337,9 @@ class FixedRate(_Interval):
             timedelta's keywords (numbers, >= 0, adding up to more than zero).
         start: An aware datetime for the first occurrence (the anchor). If it is in the past,
             the first occurrence is the first point of the grid ``start + k * interval`` that
-            is not. Default: one period after scheduling.
+            is not. Default: one period after scheduling. In memory the grid runs on elapsed
+            (monotonic) time from there, like every fixed rate: a wall-clock step (NTP) moves
+            it with the clock's new reading; a durable store keeps it as UTC instants.
     """
 
     __slots__ = ("_start_ns", "start")
