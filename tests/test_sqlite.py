@@ -1570,7 +1570,7 @@ def test_an_outcome_still_unwritable_at_shutdown_is_tried_once_and_said_so(
         (said,) = [r.getMessage() for r in caplog.records]
         assert said.startswith(
             "could not record the outcome of run a@2026-03-02T08:00:10+00:00 (closing the "
-            "store: other workers run it again when its lease runs out)"
+            "store: run again once the lease runs out, by another worker or after a restart)"
         )
     finally:
         other.execute("ROLLBACK")
@@ -1578,6 +1578,41 @@ def test_an_outcome_still_unwritable_at_shutdown_is_tried_once_and_said_so(
     again = Scheduler(clock, store=SQLiteStore(db))
     try:
         assert [(r.state, r.attempt) for r in again.runs()] == [("running", 1)]
+    finally:
+        again.shutdown()
+
+
+def test_a_change_made_elsewhere_while_an_outcome_was_owed_is_read_back_at_shutdown(
+    db: Path, clock: FakeClock
+) -> None:
+    # The outcome written as the store closed left the job in memory as this process had it:
+    # a pause made elsewhere meanwhile was in the store, and not in the last word get() gives.
+    a = Scheduler(clock, store=SQLiteStore(db, busy_timeout=0.05))
+    other = sqlite3.connect(db, isolation_level=None)
+    a.register("lock", lambda: other.execute("BEGIN IMMEDIATE"))
+    a.schedule("lock", FixedRate(60), id="a")
+    clock.advance(60)
+    try:
+        assert a.run_pending() == 1  # its outcome owed: the file is locked
+        other.execute("ROLLBACK")
+        b = Scheduler(clock, store=SQLiteStore(db))
+        b.register("lock", print)
+        b.pause("a")
+        b.shutdown()
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StoreError):
+            a.schedule(print, 5, id="z")  # (reads the pause, cannot write the outcome first)
+        other.execute("ROLLBACK")
+        a.shutdown()
+        job = a.get("a")
+        assert job is not None and job.state is JobState.PAUSED
+    finally:
+        other.close()
+    again = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        job = again.get("a")
+        assert job is not None and job.state is JobState.PAUSED
+        assert [(r.state, r.attempt) for r in again.runs()] == [("succeeded", 1)]
     finally:
         again.shutdown()
 

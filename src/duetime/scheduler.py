@@ -636,7 +636,8 @@ class Scheduler:
                 - ``jitter``: delay each occurrence by ``uniform(0, jitter)`` seconds (never
                   accumulating).
                 - ``limiter``: a ``TokenBucket`` the job's starts must take a token from.
-                - ``executor``: name of an executor given to ``Scheduler(executors=...)``.
+                - ``executor``: name of an executor given to ``Scheduler(executors=...)`` (with a
+                  durable store, possibly only to the other processes': it runs on theirs).
                 - ``replace``: if a job with ``id`` is live, give it these parameters (a
                   reschedule) instead of raising ``ConflictingIdError``. Default False.
                 - ``paused``: add the job paused; ``resume()`` queues it. Default False.
@@ -1094,7 +1095,8 @@ class Scheduler:
                     self._stored_for_others.add(executor)
                     logger.warning(
                         "executor %r is not one of this scheduler's executors %r: its jobs "
-                        "are stored for the processes that have one",
+                        "are stored for the processes that have one (if none has, they never "
+                        "run)",
                         executor,
                         sorted(self._executors_spec),
                     )
@@ -3677,7 +3679,8 @@ class Scheduler:
             logger.error(
                 "could not record the outcome of %s (%s): %s",
                 f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
-                "closing the store: other workers run it again when its lease runs out"
+                "closing the store: run again once the lease runs out, by another worker or "
+                "after a restart"
                 if final
                 else "trying again at the next poll",
                 failure,
@@ -3712,11 +3715,12 @@ class Scheduler:
                 self._reload(job)
         return [row for row in rows if jobs.get(row.id) is None]
 
-    def _pay_owed(self) -> None:
+    def _pay_owed(self, final: bool = False) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held), and read
-        back the jobs that a change made elsewhere met meanwhile (_settle_first)."""
+        back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
+        the store is about to close (``_record_outcomes``)."""
         owed, self._owed = self._owed, []
-        self._record_outcomes(owed)
+        self._record_outcomes(owed, final)
         if self._after_owed:
             still = {o[0]._id for o in self._owed}
             store: Any = self._store
@@ -4279,10 +4283,13 @@ class Scheduler:
         from the store (owed, and until now written at the next poll, which will not come).
         One that still cannot be written is logged: its run is taken over when its lease runs
         out, and runs again."""
-        outcomes = self._owed + self._outbox  # (the owed ones are older)
-        if outcomes:
-            self._owed, self._outbox = [], []
-            self._record_outcomes(outcomes, final=True)  # (one attempt: what fails is logged)
+        if self._owed or self._outbox:
+            # (One attempt, the owed ones first, the older; what fails is logged. The jobs a
+            # change elsewhere met while their outcome was owed are read back, as at a poll:
+            # after the close, memory is the last word.)
+            self._owed += self._outbox
+            self._outbox = []
+            self._pay_owed(final=True)
             self._owed = []
         self._store.close()  # type: ignore[attr-defined]
 
