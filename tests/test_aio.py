@@ -161,6 +161,14 @@ def test_closing_with_cancel_running_keeps_the_outcome_of_a_process_pool_job_tha
     asyncio.run(main())
 
 
+def _collect_the_main_task() -> None:
+    """Collect, now, the main task a SystemExit left asyncio.run with: asyncio logs "Task
+    exception was never retrieved" with its traceback when it goes, and a collection that
+    fell inside a later import's ast.parse (3.11 formats tracebacks with ast.parse) raised
+    CPython's "AST constructor recursion depth mismatch" there."""
+    gc.collect()
+
+
 def _boom() -> None:
     raise ValueError("no")
 
@@ -412,6 +420,7 @@ def test_a_coroutine_raising_system_exit_does_not_leak_running_counters() -> Non
 
     with pytest.raises(SystemExit):
         asyncio.run(main())
+    _collect_the_main_task()
     s, job = box["s"], box["job"]
     assert s.stats().running == 0
     assert job.state is JobState.FAILED
@@ -447,6 +456,7 @@ def test_a_listener_s_base_exception_on_the_loop_leaves_no_run_half_begun(
 
     with pytest.raises(SystemExit):
         asyncio.run(main())
+    _collect_the_main_task()
     s, job = box["s"], box["job"]
     assert s.stats().running == 0 and job.state is JobState.SCHEDULED
 
@@ -799,3 +809,4 @@ def test_an_inline_plain_job_s_system_exit_goes_on_to_the_loop() -> None:
 
     with pytest.raises(SystemExit):
         asyncio.run(main())
+    _collect_the_main_task()

@@ -52,6 +52,7 @@ from duetime import (
     JobMissed,
     JobSkipped,
     JobState,
+    JobSucceeded,
     Misfire,
     NoRetry,
     Overlap,
@@ -1615,6 +1616,41 @@ def test_a_change_made_elsewhere_while_an_outcome_was_owed_is_read_back_at_shutd
         assert [(r.state, r.attempt) for r in again.runs()] == [("succeeded", 1)]
     finally:
         again.shutdown()
+
+
+def test_a_batch_that_raises_takes_no_other_runs_outcome_with_it(
+    db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    # The runner keeps a quick run's outcome a few milliseconds, to write it with others; a
+    # batch opened meanwhile (here by a listener of that very success) wrote it in its own
+    # transaction, and its rollback took it: the run stayed "running" and ran again after
+    # its lease.
+    s = Scheduler(clock, store=SQLiteStore(db), executor="inline", lease=30)
+    s.register("record", calls.record)
+    failed: list[str] = []
+
+    def on_success(event: JobSucceeded) -> None:
+        if event.job_id == "x":
+            with contextlib.suppress(ValueError), s.batch():
+                s.pause("z")
+                failed.append(event.job_id)
+                raise ValueError("give up")
+
+    s.subscribe(on_success, JobSucceeded)  # type: ignore[arg-type]
+    s.schedule("record", 3600, id="z")
+    s.schedule("record", 10, id="x")
+    try:
+        s.start()
+        clock.advance(10)
+        assert s.wait_idle(WAIT) and failed == ["x"]
+        assert [(r.state, r.attempt) for r in s.runs("x")] == [("succeeded", 1)]
+        z = s.get("z")
+        assert z is not None and z.state is JobState.SCHEDULED  # (the pause was rolled back)
+        clock.advance(60)  # past the lease: nothing to take over
+        assert s.wait_idle(WAIT)
+        assert calls.keys == ["x@2026-03-02T08:00:10+00:00"]
+    finally:
+        s.shutdown()
 
 
 def test_a_web_process_schedules_a_job_for_an_executor_only_the_workers_have(

@@ -3590,9 +3590,12 @@ class Scheduler:
             self._written_at = now
 
     def _flush_outcomes(self) -> None:
-        """Write the outcomes waiting in the outbox (lock held; never raises)."""
+        """Write the outcomes waiting in the outbox (lock held; never raises). Not inside a
+        ``batch()``: they would be part of its transaction, and a block that raised would take
+        them with it (other runs' outcomes: the runs stayed "running", and ran again after
+        their leases). ``batch()`` writes them before it opens and after it closes."""
         outbox = self._outbox
-        if outbox:
+        if outbox and not self._store._batch:  # type: ignore[attr-defined]
             self._outbox = []
             self._record_outcomes(outbox)
 
@@ -3704,8 +3707,9 @@ class Scheduler:
         store: Any = self._store
         jobs = {id: store.get(id) for id in hit}
         # (One whose outcome the store refused again stays owed, its job as memory has it: read
-        # back once the outcome is written, _pay_owed.)
-        owed = {o[0]._id for o in self._owed}
+        # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
+        # end of a batch.)
+        owed = {o[0]._id for o in self._owed} | {o[0]._id for o in self._outbox}
         for id, job in jobs.items():
             if job is None:
                 continue
@@ -3718,7 +3722,10 @@ class Scheduler:
     def _pay_owed(self, final: bool = False) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held), and read
         back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
-        the store is about to close (``_record_outcomes``)."""
+        the store is about to close (``_record_outcomes``). Not inside a ``batch()``
+        (``_flush_outcomes``)."""
+        if self._store._batch:  # type: ignore[attr-defined]
+            return
         owed, self._owed = self._owed, []
         self._record_outcomes(owed, final)
         if self._after_owed:
@@ -3855,6 +3862,12 @@ class Scheduler:
             return
         with self._lock:
             store: Any = self._store
+            outermost = not store._batch
+            if outermost:
+                # (Outcomes of runs that ended before the block are no part of it.)
+                self._flush_outcomes()
+                if self._owed:
+                    self._pay_owed()
             before = set(store.index)
             try:
                 with store.batch():
@@ -3875,6 +3888,9 @@ class Scheduler:
                     except StoreError:
                         self._unsure_ids.add(id)  # (at the next poll: memory holds nothing)
                 raise
+            finally:
+                if outermost and self._outbox:
+                    self._flush_outcomes()  # (of runs that ended inside the block)
 
     # -- driving time by hand -------------------------------------------------------------------
 
