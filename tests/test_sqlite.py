@@ -51,6 +51,7 @@ from duetime import (
     JobLost,
     JobMissed,
     JobSkipped,
+    JobStarted,
     JobState,
     JobSucceeded,
     Misfire,
@@ -1232,12 +1233,26 @@ def test_a_store_object_serves_a_new_scheduler_once_its_own_shut_down(
 def test_a_store_left_open_by_a_shutdown_without_wait_says_why_it_is_refused(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:
-    first = open_scheduler()
-    store = first.store
-    first.start()
-    first.shutdown(wait=False)  # (it leaves the store open for runs that may be going)
-    with pytest.raises(InvalidArgument, match=r"shut it down with wait=True, or open a new store"):
-        Scheduler(clock, store=store)
+    gate = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        first = open_scheduler(executor=pool)
+        first.register("wait", lambda: gate.wait(WAIT))
+        store = first.store
+        first.schedule("wait", 10, id="w")
+        first.start()
+        clock.advance(10)
+        until(lambda: first.stats().running == 1, what="the run started")
+        first.shutdown(wait=False)  # (it leaves the store open for the run going on)
+        try:
+            with pytest.raises(
+                InvalidArgument, match=r"shut it down with wait=True, or open a new store"
+            ):
+                Scheduler(clock, store=store)
+        finally:
+            gate.set()
+        until(lambda: not store.is_open, what="the store closed after the run")  # type: ignore[attr-defined]
+    second = Scheduler(clock, store=store)  # (closed now: taken as new)
+    second.shutdown()
 
 
 def test_an_id_taken_during_a_batch_is_not_told_to_pass_replace(open_scheduler: Opener) -> None:
@@ -1649,6 +1664,70 @@ def test_a_batch_that_raises_takes_no_other_runs_outcome_with_it(
         clock.advance(60)  # past the lease: nothing to take over
         assert s.wait_idle(WAIT)
         assert calls.keys == ["x@2026-03-02T08:00:10+00:00"]
+    finally:
+        s.shutdown()
+
+
+def test_shutdown_from_a_start_listener_on_the_runner_thread_keeps_the_outcome(
+    db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    # With executor="inline" a JobStarted listener runs in the runner thread, which was not
+    # known as running the job: shutdown() closed the store under it, the outcome could not
+    # be written, and the run ran a second time after its lease.
+    s = Scheduler(clock, store=SQLiteStore(db), executor="inline", lease=30)
+    s.register("record", calls.record)
+    s.subscribe(lambda event: s.shutdown(), JobStarted)
+    s.schedule("record", 10, id="a")
+    s.start()
+    clock.advance(10)
+    until(lambda: not s.store.is_open, what="the store closed after the run")  # type: ignore[attr-defined]
+    assert len(calls.keys) == 1
+    again = Scheduler(clock, store=SQLiteStore(db))
+    try:
+        assert [(r.state, r.attempt) for r in again.runs()] == [("succeeded", 1)]
+    finally:
+        again.shutdown()
+
+
+def test_shutdown_without_waiting_closes_the_store_after_the_last_run(
+    db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    # It never closed it: a process that made and shut down schedulers kept two connections
+    # and a thread (PostgreSQL), or the file (SQLite), for each.
+    gate = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        s = Scheduler(clock, store=SQLiteStore(db), executor=pool)
+        s.register("wait", lambda: gate.wait(WAIT))
+        s.schedule("wait", 10, id="a")
+        s.start()
+        clock.advance(10)
+        until(lambda: s.stats().running == 1, what="the run started")
+        s.shutdown(wait=False)
+        assert s.store.is_open  # type: ignore[attr-defined]  # (its run records its outcome)
+        gate.set()
+        until(lambda: not s.store.is_open, what="the store closed after the run")  # type: ignore[attr-defined]
+    assert [(r.state, r.attempt) for r in s.runs()] == [("succeeded", 1)]
+    idle = Scheduler(clock, store=SQLiteStore(db))
+    idle.start()
+    idle.shutdown(wait=False)
+    assert not idle.store.is_open  # type: ignore[attr-defined]  # (nothing was running)
+
+
+def test_wait_idle_from_a_runs_listener_answers_at_once(
+    db: Path, clock: FakeClock, calls: Calls
+) -> None:
+    # In the runner thread (executor="inline") it waited for its own run: for ever, the
+    # runner with it.
+    s = Scheduler(clock, store=SQLiteStore(db), executor="inline")
+    s.register("record", calls.record)
+    said: list[bool] = []
+    s.subscribe(lambda event: said.append(s.wait_idle()), JobStarted)
+    s.schedule("record", 10, id="a")
+    try:
+        s.start()
+        clock.advance(10)
+        until(lambda: len(calls.keys) == 1, what="the run, after its listener")
+        assert said == [False]
     finally:
         s.shutdown()
 

@@ -371,7 +371,9 @@ class Runner(HeadWatcher):
         name = job._opts.executor
         executor: Any = self._named[name] if name is not None else self._default
         if executor is None or executor == "inline":
-            s.execute(occ)
+            # (This thread runs the job and its listeners meanwhile: one that shuts the
+            # scheduler down or waits for it to be idle must not wait for its own run.)
+            self._serving(s.execute, occ)
             return
         try:
             if isinstance(executor, cf.ProcessPoolExecutor):
@@ -379,7 +381,7 @@ class Runner(HeadWatcher):
                 # record the outcome when its future completes.
                 if s.may_start is not None and not s.may_start(occ):
                     return
-                s.emit_started(occ)
+                self._serving(s.emit_started, occ)
                 # (A coroutine function's coroutine is run there: it cannot cross back.)
                 fut = executor.submit(call_to_completion, job.func, job.args, job.kwargs or {})
                 fut.add_done_callback(self._done_callback(occ, process=True))

@@ -566,8 +566,9 @@ class Scheduler:
                     return
             why = (
                 " (it shut down without closing the store: shutdown(wait=False), or from "
-                "inside one of its jobs, leaves it open for the runs still going; shut it "
-                "down with wait=True, or open a new store on the same file or database)"
+                "inside one of its jobs, leaves it open until the runs still going have "
+                "ended; shut it down with wait=True, or open a new store on the same file "
+                "or database)"
             )
         raise InvalidArgument(
             f"store must not be in use: a store belongs to one Scheduler, and {store!r} "
@@ -2180,6 +2181,8 @@ class Scheduler:
                         "them over at their next poll)",
                         len(returned),
                     )
+            if self._durable and self._close_when_idle:
+                self._close_if_idle_locked()
 
     def _call(self, occ: Occ, contained: bool = False) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
@@ -2614,6 +2617,8 @@ class Scheduler:
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
         self._warned_executors: set[str] = set()
+        # Shut down without waiting: close the store once the runs still going have ended.
+        self._close_when_idle = False
         # Executor names this process has not, that it stored jobs for (warned once each).
         self._stored_for_others: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
@@ -3583,6 +3588,8 @@ class Scheduler:
         runner = self._runner
         if runner is None or not runner.flushes:
             self._flush_outcomes()
+            if self._close_when_idle:
+                self._close_if_idle_locked()
             return
         now = clock.monotonic_ns()
         if now - self._written_at >= _OUTBOX_WAIT:
@@ -4257,10 +4264,10 @@ class Scheduler:
                         self._runner = None
         finally:
             occ = _current.get()
+            inside = (occ is not None and occ[0]._sched is self) or serving() is self._engine
             if (
                 self._durable
-                and (occ is None or occ[0]._sched is not self)
-                and serving() is not self._engine
+                and not inside
                 and (runner is None or (wait and not isinstance(runner, AsyncRunner)))
             ):
                 # The end of the scheduler's life: its connection goes too. (Without wait, runs
@@ -4271,6 +4278,21 @@ class Scheduler:
                 # once its tasks are done, in _serve.)
                 with self._lock:
                     self._close_store_locked()
+            elif self._durable and not isinstance(runner, AsyncRunner):
+                # Runs still going record their outcomes; the store closes after the last
+                # (it stayed open for good: two connections and a thread, for PostgreSQL).
+                with self._lock:
+                    self._close_when_idle = True
+                    if not inside:
+                        self._close_if_idle_locked()
+
+    def _close_if_idle_locked(self) -> None:
+        """Close the store of a scheduler shut down without waiting once nothing of it runs
+        any more (lock held; ``shutdown``)."""
+        if self._close_when_idle and self._running_total == 0:
+            self._close_when_idle = False
+            if self._store.is_open:  # type: ignore[attr-defined]
+                self._close_store_locked()
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.
@@ -4330,9 +4352,10 @@ class Scheduler:
         """
         seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
         occ = _current.get()
-        if occ is not None and occ[0]._sched is self:
-            # From inside one of its runs: that run is going, so it is not idle, and waiting
-            # for it to end would wait for itself (for ever, without a timeout).
+        if (occ is not None and occ[0]._sched is self) or serving() is self._engine:
+            # From inside one of its runs, or a run's listener: that run is going, so it is not
+            # idle, and waiting for it to end would wait for itself (for ever, without a
+            # timeout).
             return False
         runner = self._runner
         if runner is not None:
