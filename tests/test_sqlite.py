@@ -47,6 +47,7 @@ from duetime import (
     FixedRate,
     InvalidArgument,
     Job,
+    JobAdded,
     JobLookupError,
     JobLost,
     JobMissed,
@@ -1730,6 +1731,34 @@ def test_wait_idle_from_a_runs_listener_answers_at_once(
         assert said == [False]
     finally:
         s.shutdown()
+
+
+def test_listeners_hear_of_a_batch_once_it_is_stored_with_the_lock_released(
+    open_scheduler: Opener,
+) -> None:
+    # They ran inside the block, under the scheduler's lock, which the block holds: one that
+    # waited for another thread using the scheduler deadlocked it (DESIGN: the lock is never
+    # held while user code runs).
+    s = open_scheduler()
+    heard: list[tuple[str, bool]] = []
+
+    def listener(event: JobAdded) -> None:
+        seen: list[object] = []
+        other = threading.Thread(target=lambda: seen.append(s.get(event.job_id)))
+        other.start()
+        other.join(WAIT)
+        heard.append((event.job_id, bool(seen) and seen[0] is not None))
+
+    s.subscribe(listener, JobAdded)  # type: ignore[arg-type]
+    with s.batch():
+        s.schedule("record", 60, id="a")
+        s.schedule("record", 60, id="b")
+        assert heard == []  # (not yet: the batch is not stored)
+    assert heard == [("a", True), ("b", True)]
+    with contextlib.suppress(ValueError), s.batch():
+        s.schedule("record", 60, id="c")
+        raise ValueError("nothing of it is stored")
+    assert heard == [("a", True), ("b", True)] and s.get("c") is None
 
 
 def test_a_web_process_schedules_a_job_for_an_executor_only_the_workers_have(

@@ -467,6 +467,9 @@ class Scheduler:
         # change to them goes through the store (see duetime.stores).
         self._store = store
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
+        # Inside a durable store's batch(): (the thread holding it, the events it caused), told
+        # once the batch is stored and the lock released (a listener never runs under it).
+        self._deferred: tuple[int, list[Event]] | None = None
         # Task names (register, @task) -> functions.
         self._tasks: dict[str, Callable[..., Any]] = {}
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
@@ -1803,6 +1806,10 @@ class Scheduler:
         return watch
 
     def _emit(self, events: Sequence[Event]) -> None:
+        deferred = self._deferred
+        if deferred is not None and deferred[0] == threading.get_ident():
+            deferred[1].extend(events)
+            return
         if logger.isEnabledFor(logging.DEBUG):
             for event in events:
                 log_event(event)
@@ -3863,10 +3870,14 @@ class Scheduler:
         many jobs this way is many times faster than one transaction each. If the block
         raises, none of its changes is stored (the jobs it added are dropped from memory too).
         With a MemoryStore it changes nothing.
+
+        The block holds the scheduler's lock, so listeners hear of its changes (``JobAdded``
+        and the like) once it has ended and been stored, and of a block that raised, nothing.
         """
         if not self._durable:
             yield
             return
+        told: list[Event] = []
         with self._lock:
             store: Any = self._store
             outermost = not store._batch
@@ -3875,6 +3886,7 @@ class Scheduler:
                 self._flush_outcomes()
                 if self._owed:
                     self._pay_owed()
+                self._deferred = (threading.get_ident(), told)
             before = set(store.index)
             try:
                 with store.batch():
@@ -3896,8 +3908,14 @@ class Scheduler:
                         self._unsure_ids.add(id)  # (at the next poll: memory holds nothing)
                 raise
             finally:
-                if outermost and self._outbox:
-                    self._flush_outcomes()  # (of runs that ended inside the block)
+                if outermost:
+                    self._deferred = None
+                    if self._outbox:
+                        self._flush_outcomes()  # (of runs that ended inside the block)
+        # Stored: its events are told now, the lock released (of a block that raised, none:
+        # what they told of was not stored).
+        if told:
+            self._emit(told)
 
     # -- driving time by hand -------------------------------------------------------------------
 
