@@ -1474,7 +1474,11 @@ class Scheduler:
         return job
 
     def pause(self, job_or_id: Job | str) -> None:
-        """Hold a job back: nothing of it runs until ``resume``. Pausing twice is a no-op.
+        """Hold a job back: nothing of it starts until ``resume``. Pausing twice is a no-op.
+
+        An occurrence already handed to an executor (waiting in a busy pool's queue) or, with
+        a durable store, already claimed in the runner's current batch still runs: it was
+        begun before the pause (see docs/decisions.md). Cancel the job to revoke those too.
 
         Raises:
             JobLookupError: No live job has that id.
@@ -4355,7 +4359,8 @@ class Scheduler:
         Without a runner (never started, or shut down), it waits only for runs still going
         (``shutdown(wait=False)`` let them finish): anything due then stays due, nobody is
         there to run it, and the answer is False at once. Called from inside one of the
-        scheduler's own runs, it answers False at once (that run is going).
+        scheduler's own runs, or from a run's listener, it answers False at once (that run is
+        going). With an asyncio runner it raises ``RuntimeError``: ``await s.idle()`` there.
 
         Args:
             timeout: Real seconds (or a timedelta) to wait at most (None: no limit).

@@ -46,7 +46,8 @@ class Stats:
 
     Attributes:
         jobs: Live jobs.
-        running: Occurrences running now.
+        running: Occurrences begun and not finished: running, or handed to an executor and
+            waiting in its queue (or, with a durable store, claimed for the runner's batch).
         live_entries: Live queue entries (regular and side occurrences).
         stale_entries: Dead entries still in the heaps, awaiting discard or compaction.
         compactions: Heap rebuilds so far.
