@@ -467,9 +467,6 @@ class Scheduler:
         # change to them goes through the store (see duetime.stores).
         self._store = store
         self._listeners: list[tuple[Listener, tuple[type[Event], ...]]] = []
-        # Inside a durable store's batch(): (the thread holding it, the events it caused), told
-        # once the batch is stored and the lock released (a listener never runs under it).
-        self._deferred: tuple[int, list[Event]] | None = None
         # Task names (register, @task) -> functions.
         self._tasks: dict[str, Callable[..., Any]] = {}
         # Default ids: a per-scheduler prefix plus a counter. Unique within the process (and,
@@ -1810,10 +1807,6 @@ class Scheduler:
         return watch
 
     def _emit(self, events: Sequence[Event]) -> None:
-        deferred = self._deferred
-        if deferred is not None and deferred[0] == threading.get_ident():
-            deferred[1].extend(events)
-            return
         if logger.isEnabledFor(logging.DEBUG):
             for event in events:
                 log_event(event)
@@ -3745,7 +3738,8 @@ class Scheduler:
         if self._store._batch:  # type: ignore[attr-defined]
             return
         owed, self._owed = self._owed, []
-        self._record_outcomes(owed, final)
+        if owed:
+            self._record_outcomes(owed, final)
         if self._after_owed:
             still = {o[0]._id for o in self._owed}
             store: Any = self._store
@@ -3875,13 +3869,13 @@ class Scheduler:
         raises, none of its changes is stored (the jobs it added are dropped from memory too).
         With a MemoryStore it changes nothing.
 
-        The block holds the scheduler's lock, so listeners hear of its changes (``JobAdded``
-        and the like) once it has ended and been stored, and of a block that raised, nothing.
+        The block holds the scheduler's lock: listeners of its changes run in it, with the lock
+        held, and must not wait for other threads that use the scheduler. ``shutdown()`` inside
+        the block is refused (``RuntimeError``): end the block first.
         """
         if not self._durable:
             yield
             return
-        told: list[Event] = []
         with self._lock:
             store: Any = self._store
             outermost = not store._batch
@@ -3890,7 +3884,6 @@ class Scheduler:
                 self._flush_outcomes()
                 if self._owed:
                     self._pay_owed()
-                self._deferred = (threading.get_ident(), told)
             before = set(store.index)
             try:
                 with store.batch():
@@ -3913,13 +3906,11 @@ class Scheduler:
                 raise
             finally:
                 if outermost:
-                    self._deferred = None
-                    if self._outbox:
-                        self._flush_outcomes()  # (of runs that ended inside the block)
-        # Stored: its events are told now, the lock released (of a block that raised, none:
-        # what they told of was not stored).
-        if told:
-            self._emit(told)
+                    # (Of runs that ended inside the block; and the jobs a change elsewhere met
+                    # meanwhile are read back, as at a poll: _settle_first.)
+                    self._flush_outcomes()
+                    if self._owed or self._after_owed:
+                        self._pay_owed()
 
     # -- driving time by hand -------------------------------------------------------------------
 
@@ -4273,6 +4264,11 @@ class Scheduler:
                 durable store it is given back, for another process to run).
         """
         with self._lock:
+            if self._durable and self._store._batch:  # type: ignore[attr-defined]
+                # (Only the thread holding the batch gets here while it is open. Its runner
+                # would wait for the lock this thread holds, and the store would close under
+                # the open transaction.)
+                raise RuntimeError("shutdown() inside a batch() block: end the block first")
             already = self._shutdown
             self._shutdown = True
             runner = self._runner
@@ -4304,9 +4300,11 @@ class Scheduler:
                 # Runs still going record their outcomes; the store closes after the last
                 # (it stayed open for good: two connections and a thread, for PostgreSQL).
                 with self._lock:
+                    # (From inside a job, or a JobStarted listener, its run is still counted;
+                    # from a run's JobSucceeded or JobFailed listener it has ended: no later
+                    # finish would come to close the store.)
                     self._close_when_idle = True
-                    if not inside:
-                        self._close_if_idle_locked()
+                    self._close_if_idle_locked()
 
     def _close_if_idle_locked(self) -> None:
         """Close the store of a scheduler shut down without waiting once nothing of it runs
