@@ -461,6 +461,23 @@ def test_a_listener_s_base_exception_on_the_loop_leaves_no_run_half_begun(
     assert s.stats().running == 0 and job.state is JobState.SCHEDULED
 
 
+async def _poll_while_closing(one: AsyncScheduler, clock: FakeClock) -> None:
+    """Once ``one``'s loop has stopped (it no longer watches the clock), move ``clock`` 0.25 s,
+    a poll's worth, and wait for the closing scheduler to make that poll."""
+    for _ in range(100_000):
+        if not clock._callbacks:
+            break
+        await asyncio.sleep(0)
+    assert not clock._callbacks, "the loop did not stop"
+    polled = one._next_poll
+    clock.advance(0.25)
+    for _ in range(int(WAIT / 0.001)):
+        if one._next_poll != polled:
+            break
+        await asyncio.sleep(0.001)
+    assert one._next_poll != polled, "the lease was not renewed"
+
+
 def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path) -> None:
     # As the thread runner's: waiting for its runs, the stopping loop renewed no lease, and
     # another worker took a run longer than the lease over and ran it a second time.
@@ -484,18 +501,7 @@ def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path
         clocks[0].advance(10)  # claimed, its lease until 10.3 s
         await asyncio.wait_for(started.wait(), WAIT)
         closing = asyncio.ensure_future(one.aclose())
-        for _ in range(100_000):  # (until the loop has stopped: it no longer watches)
-            if not clocks[0]._callbacks:
-                break
-            await asyncio.sleep(0)
-        assert not clocks[0]._callbacks, "the loop did not stop"
-        polled = one._next_poll
-        clocks[0].advance(0.25)  # a poll is due: the waiting close renews, until 10.55 s
-        for _ in range(int(WAIT / 0.001)):
-            if one._next_poll != polled:
-                break
-            await asyncio.sleep(0.001)
-        assert one._next_poll != polled, "the lease was not renewed"
+        await _poll_while_closing(one, clocks[0])  # (renews its lease until 10.55 s)
         clocks[1].advance(10.4)
         assert other.run_pending() == 0  # not taken over: its lease holds
         release.set()
@@ -539,18 +545,7 @@ def test_a_coroutine_cancelled_at_aclose_is_not_renewed_while_aclose_waits(
         clocks[0].advance(10)  # both claimed, their leases until 10.3 s
         await asyncio.wait_for(started.wait(), WAIT)
         closing = asyncio.ensure_future(one.aclose(cancel_running=True))
-        for _ in range(100_000):  # (until the loop has stopped: it no longer watches)
-            if not clocks[0]._callbacks:
-                break
-            await asyncio.sleep(0)
-        assert not clocks[0]._callbacks, "the loop did not stop"
-        polled = one._next_poll
-        clocks[0].advance(0.25)  # a poll is due: the waiting close renews the plain run's lease
-        for _ in range(int(WAIT / 0.001)):
-            if one._next_poll != polled:
-                break
-            await asyncio.sleep(0.001)
-        assert one._next_poll != polled, "the lease was not renewed"
+        await _poll_while_closing(one, clocks[0])  # (renews the plain run's lease)
         clocks[1].advance(10.4)
         assert other.run_pending() == 1  # the coroutine's run, its lease out: taken over
         gate.set()
