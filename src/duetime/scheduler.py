@@ -3880,10 +3880,7 @@ class Scheduler:
             store: Any = self._store
             outermost = not store._batch
             if outermost:
-                # (Outcomes of runs that ended before the block are no part of it.)
-                self._flush_outcomes()
-                if self._owed:
-                    self._pay_owed()
+                self._write_outcomes_locked()  # (of runs that ended before: no part of it)
             before = set(store.index)
             try:
                 with store.batch():
@@ -3906,11 +3903,15 @@ class Scheduler:
                 raise
             finally:
                 if outermost:
-                    # (Of runs that ended inside the block; and the jobs a change elsewhere met
-                    # meanwhile are read back, as at a poll: _settle_first.)
-                    self._flush_outcomes()
-                    if self._owed or self._after_owed:
-                        self._pay_owed()
+                    self._write_outcomes_locked()  # (of runs that ended inside the block)
+
+    def _write_outcomes_locked(self) -> None:
+        """Write every outcome waiting, in the outbox or owed, and read back the jobs a change
+        elsewhere met meanwhile (``_settle_first``), as a poll does (lock held; outside a
+        batch's transaction)."""
+        self._flush_outcomes()
+        if self._owed or self._after_owed:
+            self._pay_owed()
 
     # -- driving time by hand -------------------------------------------------------------------
 
