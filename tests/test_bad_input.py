@@ -181,6 +181,8 @@ CONSTRUCTOR_CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("FakeClock NaN", lambda: FakeClock(start=NAN), InvalidArgument, "start must be a finite"),
     ("FakeClock past the year 9999", lambda: FakeClock(start=1e300), InvalidArgument, "start must be an epoch time between the years 1 and 9999"),
     ("Scheduler tz", lambda: Scheduler(tz="Mars/Base"), InvalidArgument, "tz is not a known time zone: 'Mars/Base'"),
+    ("Scheduler tz longer than a file name", lambda: Scheduler(tz="x" * 300), InvalidArgument, "tz is not a known time zone: 'xxx"),
+    ("Cron tz longer than a file name", lambda: Cron("0 9 * * *", tz="Europe/" + "x" * 300), InvalidArgument, "tz is not a known time zone: 'Europe/xxx"),
     ("Scheduler clock", lambda: Scheduler(clock=object()), TypeError, "clock must implement the Clock protocol"),  # type: ignore[arg-type]
     ("Scheduler clock class", lambda: Scheduler(clock=FakeClock), TypeError, r"clock must be a clock, not a class: write clock=FakeClock\(\)"),  # type: ignore[arg-type]
     ("Scheduler rng", lambda: Scheduler(rng=1), TypeError, "rng must be a random.Random"),  # type: ignore[arg-type]

@@ -757,6 +757,51 @@ def test_overlap_allow(clock: FakeClock) -> None:
     assert rec.events == []
 
 
+def test_overlap_queue_does_not_coalesce_a_fire_into_a_held_trigger_run(clock: FakeClock) -> None:
+    # A trigger() run held back behind the running one is a fire of its own (its own key): the
+    # regular fire due next is held too, and runs; coalesced into the trigger run, it was lost.
+    # The one after it coalesces into the held regular fire, as ever.
+    release, started, job = first_run_waits()
+    rec = Recorder()
+    with Scheduler(clock=clock, overlap=Overlap.QUEUE) as s:
+        s.subscribe(rec, JobSkipped)
+        s.schedule(job, FixedRate(10), id="q")
+        clock.advance(10)
+        until(lambda: len(started) == 1)
+        s.trigger("q")
+        until(lambda: s.stats().held == 1)
+        clock.advance(10)
+        until(lambda: s.stats().held == 2)
+        clock.advance(10)
+        until(lambda: len(rec.events) == 1)
+        release.set()
+        until(lambda: s.stats().running == 0 and s.stats().held == 0)
+        assert s.wait_idle(WAIT)
+    assert started == [10, 10, 20]  # the first run, the trigger() run (made at 10 s), 20 s
+    assert [e.scheduled_time - FAKE_START for e in rec.events] == [  # type: ignore[attr-defined]
+        timedelta(seconds=30)
+    ]
+
+
+def test_a_held_run_goes_before_a_backlog_due_after_it(clock: FakeClock) -> None:
+    # Overlap.QUEUE holds the fire due at 20 s behind the first run; the clock then jumps, and
+    # Misfire.RUN_ALL's backlog (30 s .. 60 s) waits for that run too. When it ends, the held
+    # fire goes first, at the time it was due: queued "now", it came after every fire of the
+    # backlog (due before now), and was held again behind each of them.
+    release, started, job = first_run_waits()
+    with Scheduler(clock=clock, overlap=Overlap.QUEUE) as s:
+        s.schedule(job, FixedRate(10), misfire=Misfire.RUN_ALL)
+        clock.advance(10)
+        until(lambda: len(started) == 1)
+        clock.advance(10)
+        until(lambda: s.stats().held == 1)
+        clock.advance(45)
+        release.set()
+        until(lambda: len(started) == 6)
+        assert s.wait_idle(WAIT)
+    assert started == [10, 20, 30, 40, 50, 60]
+
+
 @pytest.mark.parametrize("policy", [Overlap.SKIP, Overlap.QUEUE])
 def test_a_run_all_backlog_runs_every_fire_one_at_a_time_on_the_runner(
     clock: FakeClock, policy: Overlap

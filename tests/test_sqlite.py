@@ -353,16 +353,16 @@ def test_a_run_lost_in_a_crash_runs_again_after_its_lease(
     assert "x" not in t
 
 
-def _crashed_run(open_scheduler: Opener) -> None:
-    """A FixedRate(10) job "x" whose 08:00:10 run's process died mid-run (the run stays
-    claimed, attempt 1, its lease 30 s)."""
+def _crashed_run(open_scheduler: Opener, **options: Any) -> None:
+    """A FixedRate(10) job "x" (with ``options``) whose 08:00:10 run's process died mid-run
+    (the run stays claimed, attempt 1, its lease 30 s: until 08:00:40)."""
     crashed = open_scheduler(lease=30)
 
     def die() -> None:
         raise SystemExit("killed mid-run")  # not the job's outcome: the run stays claimed
 
     crashed.register("tick", die)
-    crashed.schedule("tick", FixedRate(10), id="x")
+    crashed.schedule("tick", FixedRate(10), id="x", **options)
     with pytest.raises(SystemExit):
         crashed.run_for(10)
 
@@ -397,6 +397,56 @@ def test_a_run_taken_over_survives_a_read_of_its_job_before_it_starts(
     assert [(r.state, r.attempt) for r in taker.runs("x") if r.key == LOST_KEY] == [
         ("succeeded", 2)
     ]
+
+
+def _stepped_after_a_crash(
+    open_scheduler: Opener, clock: FakeClock, **options: Any
+) -> tuple[list[tuple[str, int, datetime]], list[JobLost]]:
+    """``_crashed_run``, then another process stepped to 08:01:10 with ``run_until``: the
+    runs it started (key, attempt, time) and its JobLost events."""
+    _crashed_run(open_scheduler, **options)
+    taker = open_scheduler(lease=30)
+    started: list[tuple[str, int, datetime]] = []
+    lost: list[Any] = []
+
+    def tick() -> None:
+        run = current_run()
+        assert run is not None
+        started.append((run.key, run.attempt, clock.now()))
+
+    taker.register("tick", tick)
+    taker.subscribe(lost.append, JobLost)
+    taker.run_until(T0 + timedelta(seconds=70))
+    return started, lost
+
+
+def test_stepping_takes_a_lost_run_over_when_its_lease_runs_out(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # run_until looks at the store when a lease of a run going elsewhere runs out, as a
+    # runner's poll would: it took the lost run over only at its target, after every later
+    # fire (a simulated year recovered it a year late).
+    started, lost = _stepped_after_a_crash(open_scheduler, clock)
+    end = T0 + timedelta(seconds=40)  # the lease's end
+    assert [(e.key, e.attempt, e.time) for e in lost] == [(LOST_KEY, 2, end)]
+    assert started[0] == (LOST_KEY, 2, end)
+    # (Overlap.SKIP: the fires at 20 s and 30 s met the run going, as far as anyone knew.)
+    assert [(k[-14:-6], a) for k, a, _ in started[1:]] == [(f"08:00:{s}", 1) for s in (40, 50)] + [
+        (f"08:01:{s}", 1) for s in ("00", 10)
+    ]
+
+
+def test_stepping_runs_a_lost_run_before_the_fires_that_waited_for_it(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # Overlap.QUEUE with Misfire.RUN_ALL: the fires due while the lost run's lease lasted wait
+    # for it, then run after it, oldest first; none is skipped or coalesced.
+    started, _ = _stepped_after_a_crash(
+        open_scheduler, clock, overlap=Overlap.QUEUE, misfire=Misfire.RUN_ALL
+    )
+    assert [(k[-14:-6], a) for k, a, _ in started] == [("08:00:10", 2)] + [
+        (f"08:00:{s}", 1) for s in (20, 30, 40, 50)
+    ] + [(f"08:01:{s}", 1) for s in ("00", 10)]
 
 
 def test_a_run_taken_over_waits_for_a_run_of_its_job_going_elsewhere(
@@ -989,6 +1039,47 @@ def test_a_reschedule_the_store_cannot_hold_changes_nothing(
     assert s.get("x") is job
     assert (job.state, job.next_run_time, len(s)) == before
     assert s.run_for(60) == 1
+
+
+def test_times_a_durable_store_cannot_hold_are_refused_and_change_nothing(
+    open_scheduler: Opener,
+) -> None:
+    # A durable store keeps times as 64-bit nanoseconds (1677-09-21 to 2262-04-11); memory
+    # takes the years 1 to 9999. SQLite raised a raw OverflowError, and a reschedule so
+    # refused had already changed the job in memory (PostgreSQL: a StoreError).
+    s = open_scheduler()
+    job = s.schedule("record", At(T0 + timedelta(hours=1)), id="x")
+    before = (job.trigger, job.next_run_time, len(s))
+    far = datetime(9999, 12, 31, tzinfo=UTC)
+    message = r"when is outside what a durable store holds .*: job 'x' would fall due at 9999-12-31"
+    with pytest.raises(InvalidArgument, match=message):
+        s.reschedule("x", At(far))
+    assert (job.trigger, job.next_run_time, len(s)) == before
+    with pytest.raises(InvalidArgument, match="when is outside what a durable store holds"):
+        s.schedule("record", At(datetime(2300, 1, 1, tzinfo=UTC)), id="y")
+    with pytest.raises(InvalidArgument, match="when is outside what a durable store holds"):
+        s.schedule("record", FixedDelay(timedelta(days=365 * 300)), id="z")
+    assert [j.id for j in s.jobs()] == ["x"]
+    reopened = open_scheduler()
+    assert [(j.id, j.next_run_time) for j in reopened.jobs()] == [("x", before[1])]
+    assert s.run_for(3600) == 1
+
+
+def test_a_recurrence_ends_where_its_next_fire_is_past_what_the_store_holds(
+    open_scheduler: Opener, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The fire in 2225 was claimed with its next one, in 2425, which no store row can hold:
+    # the claim failed again and again (PostgreSQL: run_until never returned; SQLite: an
+    # OverflowError, the job left RUNNING). The recurrence ends there instead, and says so.
+    s = open_scheduler()
+    s.schedule("record", FixedRate(timedelta(days=365 * 200)), id="far")
+    with caplog.at_level(logging.WARNING, logger="duetime"):
+        assert s.run_until(datetime(2227, 1, 1, tzinfo=UTC)) == 1
+    assert s.get("far") is None
+    assert "its next fire (2425-" in caplog.text
+    assert "the recurrence ends here" in caplog.text
+    first = T0 + timedelta(days=365 * 200)
+    assert calls.keys == [f"far@{first.isoformat()}"]
 
 
 def test_a_reschedule_made_while_a_fire_runs_elsewhere_stands(

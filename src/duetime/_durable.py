@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from duetime.errors import InvalidArgument, StoredError, exception_message
@@ -138,6 +139,36 @@ def check_limiter(limiter: object) -> None:
         )
 
 
+# What a durable store's times can be: 64-bit integers of nanoseconds since the epoch (UTC),
+# 1677-09-21 to 2262-04-11, where memory takes any time from the year 1 to 9999.
+_NS_MIN, _NS_MAX = -(2**63), 2**63 - 1
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def storable_ns(ns: int) -> bool:
+    """Whether a durable store can hold the time ``ns`` (UTC epoch nanoseconds)."""
+    return _NS_MIN <= ns <= _NS_MAX
+
+
+def describe_ns(ns: int) -> str:
+    """``ns`` (UTC epoch nanoseconds) as an ISO 8601 instant, for messages."""
+    try:
+        return (_EPOCH + timedelta(microseconds=ns // 1000)).isoformat()
+    except OverflowError:
+        return f"{ns} ns after the epoch"
+
+
+def _check_storable(job: Job, *times: int | None) -> None:
+    for ns in times:
+        if ns is not None and not storable_ns(ns):
+            raise InvalidArgument(
+                f"when is outside what a durable store holds (times from 1677-09-21 to "
+                f"2262-04-11 UTC): job {job._id!r} would fall due at {describe_ns(ns)}"
+            )
+
+
 def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
     """``job`` as a row. ``task`` is its function's reference; ``args`` its arguments as JSON if
     the caller has them already.
@@ -150,6 +181,9 @@ def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
     x = job._x
     sides = x.sides if x is not None else None
     state = job._state
+    due = job._due
+    if due is not None:
+        _check_storable(job, job._base, due)
     return JobRow(
         id=job.id,
         name=x.name if x is not None else None,
@@ -182,6 +216,7 @@ def _sides_json(sides: list[Any] | None) -> str | None:
     for side in sides:
         if side.claimed:
             continue  # held through the runs table: a lease, not a pending side
+        _check_storable(side.job, side.base, side.due)
         out.append(
             {
                 "key": side.key,

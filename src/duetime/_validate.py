@@ -153,7 +153,8 @@ def zone(name: str, value: object) -> tzinfo:
         raise TypeError(f"{name} must be an IANA zone name or a tzinfo, got {value!r}")
     try:
         return ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
+        # (OSError: a name the file system refuses, longer than a file name may be.)
         raise InvalidArgument(
             f"{name} is not a known time zone: {value!r}{_zone_hint(value)}"
         ) from exc

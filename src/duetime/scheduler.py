@@ -143,6 +143,7 @@ from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore, redact_dsn
 from duetime.stores.records import DEFINITION, ENDED_STATES, RUN_STATES, JobRow, RunRecord
 from duetime.stores.sqlite import SQLiteStore
+from duetime.stores.timebase import to_utc
 
 if sys.version_info >= (3, 11):
     from typing import Unpack
@@ -190,6 +191,9 @@ _RUNNING = JobState.RUNNING
 _COMPLETED = JobState.COMPLETED
 _CANCELLED = JobState.CANCELLED
 _SCHEDULED = JobState.SCHEDULED
+# A store's name of an ended state -> the state (ENDED_STATES; a dict look, not an Enum call:
+# a poll may drop thousands of jobs other workers finished).
+_ENDED_STATE = {state: JobState(state) for state in ENDED_STATES}
 _ENDED = frozenset((JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED))
 # The delays schedule() takes on its fast path; the rest go through duration_ns, which names
 # what is wrong (negative, NaN, more than a thousand years).
@@ -214,6 +218,13 @@ def _priority(value: Any) -> int:
             f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {value!r}"
         )
     return int(value)
+
+
+def _held_regular(side: _Side) -> bool:
+    """Whether ``side`` is a regular fire held back by ``Overlap.QUEUE`` (the one later regular
+    fires coalesce into), not a retry, a ``trigger()`` run or a run taken over from a lost
+    worker: each of those is a fire of its own, and one coalesced into it would never run."""
+    return side.hold == _HELD and side.key is None and side.attempt == 1 and not side.claimed
 
 
 def _timebase(trigger: Any) -> int:
@@ -1280,7 +1291,12 @@ class Scheduler:
             now = self._clock.monotonic_ns()
             for side in list(job._sides):
                 if side.hold == _HELD:
-                    self._queue_side(side, now)
+                    # At the time it was due, as a blocked start is (_release_blocked): among
+                    # what is due now it goes in due order, before the job's later fires (a
+                    # RUN_ALL backlog, due already), which would otherwise pass it for ever.
+                    since = side.since
+                    side.since = None
+                    self._queue_side(side, now if since is None else min(since, now))
 
     def _release_blocked(self) -> None:
         """Queue blocked starts, oldest first, while ``max_concurrent`` leaves room."""
@@ -1898,11 +1914,13 @@ class Scheduler:
                     job._running,
                     opts.overlap or self._overlap,
                     recurring_regular=trig.recurring,
-                    has_held=any(x.hold == _HELD for x in job._sides or ()),
+                    has_held=any(_held_regular(x) for x in job._sides or ()),
                 )
                 if verdict is not Verdict.START:
                     if verdict is Verdict.HOLD:  # start when the running one ends
-                        self._hold_side(_Side(job, base, trig.timebase, 1), _HELD)
+                        held = _Side(job, base, trig.timebase, 1)
+                        held.since = min(mono, due if tb == MONOTONIC else due - wall + mono)
+                        self._hold_side(held, _HELD)
                     else:  # skipped, or coalesced into the one run already held back
                         self._skipped(job, base, tb, verdict.value)
                     self._settle(job)
@@ -1926,6 +1944,7 @@ class Scheduler:
             ):
                 # A retry, held-back run or trigger() of a job with a run still going waits for
                 # that run to end rather than overlap it.
+                side.since = min(mono, due)
                 self._hold_side(side, _HELD)
                 return None
             jsides = job._sides
@@ -2013,9 +2032,28 @@ class Scheduler:
             job._extras().catchup = plan.catchup
         if plan.missed:
             self._missed(job, base, tb, plan.missed, plan.exact, misfire)
-        if plan.next_base is not None:
+        if plan.next_base is not None and not self._past_store(job, plan.next_base):
             self._queue_regular(job, plan.next_base)
         return plan.run
+
+    def _past_store(self, job: Job, base: int) -> bool:
+        """Whether ``base``, the next regular fire of ``job`` (its trigger's timebase), is past
+        what a durable store holds (64-bit nanoseconds: the years 1677 to 2262): then the
+        recurrence ends here, with a WARNING (a claim of the fire before it could not be
+        written, and its job would be tried again and again)."""
+        if not self._durable:
+            return False
+        clock = self._clock
+        utc = to_utc(base, _timebase(job._trigger), clock.time_ns(), clock.monotonic_ns())
+        if _durable.storable_ns(utc):
+            return False
+        logger.warning(
+            "job %r: its next fire (%s) is past what a durable store holds (times from "
+            "1677-09-21 to 2262-04-11 UTC); the recurrence ends here",
+            job._id,
+            _durable.describe_ns(utc),
+        )
+        return True
 
     def _missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
@@ -2323,7 +2361,7 @@ class Scheduler:
             )
         if live and settled and job.trigger.after_finish and job._due is None:
             nxt = job.trigger.next(base, self._env)
-            if nxt is not None:
+            if nxt is not None and not self._past_store(job, nxt):
                 self._queue_regular(job, nxt)
         self._after_run(job, failed_dead)
 
@@ -2724,12 +2762,18 @@ class Scheduler:
                     f"in text), got {text!r}"
                 )
             try:
-                text.encode()
+                size = len(text.encode())
             except UnicodeEncodeError:
                 raise InvalidArgument(
                     f"{param} cannot be stored: it is not UTF-8 text (a lone surrogate), "
                     f"got {text!r}"
                 ) from None
+            most = self._store.id_bytes_most  # type: ignore[attr-defined]
+            if param == "id" and most is not None and size > most:
+                raise InvalidArgument(
+                    f"id must be at most {most} bytes of UTF-8 on this store (it is indexed), "
+                    f"got {size} bytes: {text[:40]!r}..."
+                )
         return ref, args_json
 
     def _declared_again(
@@ -2842,7 +2886,8 @@ class Scheduler:
             differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
-        except StoreError:
+        except BaseException:
+            # (A StoreError, or InvalidArgument: a time the store cannot hold.)
             self._restore(job, before, self._clock.time_ns())
             raise
         if differ:
@@ -2901,12 +2946,7 @@ class Scheduler:
             job = store.get(row.id)
         if row.state in ENDED_STATES:
             if job is not None:
-                for x in job._sides or ():
-                    if x.claimed == 1:  # taken over here, not started: nobody will run it
-                        self._mark_lost_quiet(self._fire_of(x), now)
-                self._unqueue(job)
-                job._state = JobState(row.state)
-                store.forget(job)
+                self._drop_ended(job, row.state, now)
             return
         fresh = job is None
         held: list[str] = []  # the fire keys of the sides this process held
@@ -2955,6 +2995,16 @@ class Scheduler:
             for x in taken:
                 if self._fire_of(x) not in have:
                     self._queue_side(x, mono)
+
+    def _drop_ended(self, job: Job, state: str, now: int) -> None:
+        """Drop the in-memory ``job``: the store says it ended (``state``, one of
+        ``ENDED_STATES``) in another process (lock held)."""
+        for x in job._sides or ():
+            if x.claimed == 1:  # taken over here, not started: nobody will run it
+                self._mark_lost_quiet(self._fire_of(x), now)
+        self._unqueue(job)
+        job._state = _ENDED_STATE[state]
+        self._store.forget(job)
 
     def _mark_lost_quiet(self, key: str, now: int) -> None:
         """Record a run this process took over as lost (its job ended meanwhile); a failure is
@@ -3037,14 +3087,20 @@ class Scheduler:
         if not store.is_open:
             return  # shut down: what is in memory is the last word
         try:
-            rows = store.changed_rows()
+            changes = store.changed_rows()
             now = self._clock.time_ns()
-            if rows is not None:
-                if rows and (self._outbox or self._owed):
-                    rows = self._settle_first(rows)
+            if changes is not None:
+                rows, ended = changes.rows, changes.ended
+                if (rows or ended) and (self._outbox or self._owed):
+                    rows, ended = self._settle_first(rows, ended)
+                get = store.get
+                for id, state in ended:
+                    job = get(id)
+                    if job is not None:
+                        self._drop_ended(job, state, now)
                 for row in rows:
                     self._restore(None, row, now)
-            if rows is not None or self._requeue:
+            if changes is not None or self._requeue:
                 self._requeue = False
                 self._take_queued(now)
             for job in list(self._unsure):
@@ -3072,8 +3128,7 @@ class Scheduler:
                     self._taken = {x for x in self._taken if x in (x.job._sides or ())}
                 if self._running_total or self._taken:
                     store.heartbeat(now, self._lease)
-                for key, job_id, due, attempt, worker in store.expired(now):
-                    self._take_over(key, job_id, due, attempt, worker, now)
+                self._take_lost(now)
                 if (self._tasks or self._import_tasks) and real_time_ns() >= self._announce_at:
                     self._announce()
                 if now >= self._next_purge:
@@ -3084,6 +3139,11 @@ class Scheduler:
         except StoreError as exc:
             # The runner keeps going: the next poll tries again.
             self._store_failed("lease upkeeps")("%s", exc)
+
+    def _take_lost(self, now: int) -> None:
+        """Take over the runs whose lease ran out (lock held; a store's failure propagates)."""
+        for key, job_id, due, attempt, worker in self._store.expired(now):  # type: ignore[attr-defined]
+            self._take_over(key, job_id, due, attempt, worker, now)
 
     def _renew_locked(self) -> None:
         """Renew the leases of the runs going on here when a poll is due (lock held): all of
@@ -3155,7 +3215,9 @@ class Scheduler:
         self._taken.add(side)
         if job._state is JobState.RUNNING and not job._running:
             job._state = JobState.SCHEDULED
-        self._queue_side(side, now)
+        # At its own due time, long past: it goes before the job's later fires that waited for
+        # its lease to run out (Overlap.QUEUE, a RUN_ALL backlog), as it would have run first.
+        self._queue_side(side, min(due, now))
         if self._observed():  # (rare, and reached from a poll, before any claim refreshed it)
             self._pending_events.append(
                 JobLost(
@@ -3700,7 +3762,9 @@ class Scheduler:
                 failure,
             )
 
-    def _settle_first(self, rows: list[JobRow]) -> list[JobRow]:
+    def _settle_first(
+        self, rows: list[JobRow], ended: list[tuple[str, str]]
+    ) -> tuple[list[JobRow], list[tuple[str, str]]]:
         """Of changes read from the store (lock held), those to jobs whose outcome this process
         has not written yet (waiting in the outbox, or owed) are not applied: the outcomes are
         written first, merged there with the change as any outcome is, and those jobs read
@@ -3710,8 +3774,9 @@ class Scheduler:
         job is no longer in memory (cancelled here, added again elsewhere) is applied as ever."""
         waiting = {o[0]._id for o in self._outbox} | {o[0]._id for o in self._owed}
         hit = {row.id for row in rows if row.id in waiting}
+        hit.update(id for id, _ in ended if id in waiting)
         if not hit:
-            return rows
+            return rows, ended
         self._flush_outcomes()
         if self._owed:
             self._pay_owed()
@@ -3728,7 +3793,10 @@ class Scheduler:
                 self._after_owed.add(id)
             else:
                 self._reload(job)
-        return [row for row in rows if jobs.get(row.id) is None]
+        return (
+            [row for row in rows if jobs.get(row.id) is None],
+            [(id, state) for id, state in ended if jobs.get(id) is None],
+        )
 
     def _pay_owed(self, final: bool = False) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held), and read
@@ -4073,8 +4141,30 @@ class Scheduler:
 
     def _run_durable(self, clock: SteppableClock, target: int) -> int:
         """``_run_to``, and with a durable store, again for what a look at the store at the
-        target finds due (runs whose lease ran out meanwhile, other processes' changes)."""
-        count = self._run_to(clock, target)
+        target finds due (runs whose lease ran out meanwhile, other processes' changes). Time
+        stops at the end of each lease of a run going elsewhere on the way, for a look at the
+        store: a run lost by a worker that died is taken over when its lease runs out, before
+        the fires due after that, as the thread runner's polls would."""
+        count = 0
+        while self._durable:
+            with self._lock:
+                try:
+                    end = self._store.next_lease_end(clock.time_ns())  # type: ignore[attr-defined]
+                except StoreError as exc:
+                    # (The look at the target below says so again if the store still fails.)
+                    logger.debug("could not read when leases run out: %s", exc)
+                    break
+            if end is None or end > target:
+                break
+            # The fires due before the lease's end, then the takeover, then the rest: at the
+            # end itself, the lost run (queued at its own due time) goes first.
+            if end - 1 > clock.time_ns():
+                count += self._run_to(clock, end - 1)
+            clock.advance_ns(end - clock.time_ns())
+            with self._lock:
+                self._next_poll = 0
+                self._sync_locked()
+        count += self._run_to(clock, target)
         while self._durable:
             with self._lock:
                 self._next_poll = 0

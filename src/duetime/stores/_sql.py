@@ -360,6 +360,8 @@ class SQLStore(MemoryStore):
 
     # Whether text columns can hold NUL characters (PostgreSQL's cannot).
     keeps_nul = True
+    # The longest job id the store can index, in bytes of UTF-8 (None: no limit).
+    id_bytes_most: int | None = None
 
     def __init__(self, prefix: str, retention: float | int | timedelta) -> None:
         super().__init__()
@@ -828,7 +830,7 @@ class SQLStore(MemoryStore):
                 self._q(
                     "UPDATE {p}runs SET worker = ?, attempt = ?, lease_until = ?, started = ? "
                     f"WHERE key = ? AND state = 'running' AND {self._SAME_WORKER} "
-                    "AND attempt = ? AND lease_until < ?"
+                    "AND attempt = ? AND lease_until <= ?"
                 ),
                 (self.worker, attempt + 1, now + lease_ns, now, key, old_worker, attempt, now),
             )
@@ -958,11 +960,23 @@ class SQLStore(MemoryStore):
                 "looking for lost runs",
                 self._q(
                     "SELECT key, job_id, due, attempt, worker FROM {p}runs "
-                    "WHERE state = 'running' AND lease_until < ? ORDER BY due LIMIT 1000"
+                    "WHERE state = 'running' AND lease_until <= ? ORDER BY due LIMIT 1000"
                 ),
                 (now,),
             )
         ]
+
+    def next_lease_end(self, now: int) -> int | None:
+        """``DurableStore.next_lease_end``."""
+        found = self._read(
+            "looking for leases",
+            self._q(
+                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' AND lease_until > ?"
+            ),
+            (now,),
+        )
+        end: int | None = found[0][0]
+        return end
 
     def queued_runs(self) -> list[QueuedRun]:
         """Fires enqueued (``backfill``, ``trigger``) and retries pending, not taken in by this

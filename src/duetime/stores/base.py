@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from duetime.errors import StoreError
 from duetime.job import Job
-from duetime.stores.records import JobRow, RunRecord
+from duetime.stores.records import Changes, JobRow, RunRecord
 
 __all__ = [
     "SOLO_SKIP",
@@ -212,11 +212,10 @@ class DurableStore(JobStore, Protocol):
         """One job's row as the store has it now."""
         ...
 
-    def changed_rows(self) -> list[JobRow] | None:
-        """Rows other processes wrote since the last look (None: nothing changed; the
-        Scheduler then skips ``queued_runs``, so a store answers an empty list when only
-        queued fires are new). The row of an ended job may carry only its id, state and rev
-        (the other fields None): the Scheduler reads nothing else of it."""
+    def changed_rows(self) -> Changes | None:
+        """What other processes wrote since the last look: the live jobs' rows, and the ids
+        and states of the jobs that ended (None: nothing changed; the Scheduler then skips
+        ``queued_runs``, so a store answers empty lists when only queued fires are new)."""
         ...
 
     def write(self, rows: Sequence[JobRow], now: int) -> set[str]:
@@ -286,7 +285,14 @@ class DurableStore(JobStore, Protocol):
         ...
 
     def expired(self, now: int) -> list[tuple[str, str, int, int, str | None]]:
-        """Runs whose lease ran out: ``(key, job id, due, attempt, worker)``."""
+        """Runs whose lease ran out (its end is ``now`` or before): ``(key, job id, due,
+        attempt, worker)``."""
+        ...
+
+    def next_lease_end(self, now: int) -> int | None:
+        """When the first lease of a run going (any worker's) runs out after ``now``, or None:
+        how far hand-stepped time may move before a lost run is to be taken over (a lease has
+        run out at its end: ``expired`` answers it then)."""
         ...
 
     def take_over(

@@ -78,7 +78,7 @@ from duetime.stores._sql import (
     still_live,
 )
 from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
-from duetime.stores.records import ENDED_STATES, JobRow
+from duetime.stores.records import ENDED_STATES, Changes, JobRow
 
 if TYPE_CHECKING:
     import psycopg
@@ -316,26 +316,29 @@ _INSERT_ONE = (
     "SELECT (SELECT rev FROM ins), (SELECT count(*) FROM n)"
 )
 
+# A job's row says it ended.
+_ENDED = f"state IN ({', '.join(repr(state) for state in ENDED_STATES)})"
+
 # The poll: the oldest transaction still running now (the next poll's lower bound), the runs
-# backfill enqueued (a JSON array in the first row only, NULL if none; the Scheduler asks for
-# them whenever rows changed, and a second query would be a second round trip between a job
-# scheduled in another process and its start), and the rows written by transactions from the
-# previous bound on (NULLs if none). Of an ended job's row only the id, the state and the rev
-# come back: a poll learns of every run another worker finished, and the reader only drops the
-# job (a worker that read each finished one-shot's arguments in full read most of the table's
-# bytes again per worker: 15 000 such rows each, of 20 000 jobs shared by four).
+# backfill enqueued (a JSON array, NULL if none; the Scheduler asks for them whenever rows
+# changed, and a second query would be a second round trip between a job scheduled in another
+# process and its start), and what transactions from the previous bound on wrote: of the jobs
+# that ended, three arrays (ids, states, revs) in that first row; then the row of each live job.
+# A poll learns of every run another worker finished, and the reader only drops the job: a
+# worker that read each finished one-shot's row in full read most of the table's bytes again
+# (15 000 such rows each, of 20 000 jobs shared by four), and one row each, even of NULLs, cost
+# it and the server three times what the arrays do. (One statement, one snapshot: both scans
+# see the same commits as the bound.)
 _CHANGES = (
-    "SELECT x.low::text, CASE WHEN row_number() OVER () = 1 THEN q.queued END, "
-    + ", ".join(
-        f"j.{column}"
-        if column in ("id", "state", "rev")
-        else f"CASE WHEN {still_live('j')} THEN j.{column} END"
-        for column in READ_COLUMNS.split(", ")
-    )
+    "SELECT x.low::text, q.queued, e.ids, e.states, e.revs, "
+    + _NULL_ROW
     + " FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS low) x "
     "CROSS JOIN (SELECT json_agg(json_build_array(key, job_id, due, attempt, lease_until) "
     "ORDER BY due)::text AS queued FROM {p}runs WHERE " + QUEUED_WHERE + ") q "
-    "LEFT JOIN {p}jobs j ON j.xid >= ?::xid8"
+    "CROSS JOIN (SELECT array_agg(id) AS ids, array_agg(state) AS states, array_agg(rev) AS revs "
+    "FROM {p}jobs WHERE xid >= ?::xid8 AND " + _ENDED + ") e "
+    "UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, " + READ_COLUMNS + " FROM {p}jobs "
+    "WHERE xid >= ?::xid8 AND NOT " + _ENDED
 )
 
 # How long a first use waits for another process creating the schema (seconds).
@@ -561,6 +564,8 @@ class PostgresStore(SQLStore):
     _SAME_WORKER = "worker IS NOT DISTINCT FROM ?"
 
     keeps_nul = False
+    # (A B-tree entry holds at most 2 704 bytes; a run's key is the id and 41 bytes more.)
+    id_bytes_most = 2048
 
     def __init__(
         self,
@@ -1172,33 +1177,41 @@ class PostgresStore(SQLStore):
             self._mine[row.id] = row.rev
         return _spread(found)
 
-    def changed_rows(self) -> list[JobRow] | None:
-        """Rows other processes have written since this one last looked (empty if none but
-        fires were queued for ``queued_runs``), or None if nothing changed (one indexed
-        query)."""
-        rows = self._read("polling", self._q(_CHANGES), (self._low,))
-        self._low = rows[0][0]  # (the left join answers at least the one row of x)
-        # (The queue rides on one row, numbered first: looked for, not assumed to lead.)
-        queued = next((values[1] for values in rows if values[1] is not None), None)
-        changed = []
+    def changed_rows(self) -> Changes | None:
+        """What other processes have written since this one last looked: the live jobs' rows
+        and the ended jobs' ids and states (both empty if none but fires were queued for
+        ``queued_runs``), or None if nothing changed (one indexed query)."""
+        low = self._low
+        rows = self._read("polling", self._q(_CHANGES), (low, low))
+        # (The bound, the queue and the ended jobs ride on one row: looked for, not assumed to
+        # lead.)
+        head = next(values for values in rows if values[0] is not None)
+        self._low, queued = head[0], head[1]
         mine = self._mine
+        ended: list[tuple[str, str]] = []
+        if head[2]:
+            for job_id, state, rev in zip(head[2], head[3], head[4], strict=True):
+                # (Rows this process wrote come back too: known by id and rev, skipped.)
+                if mine.get(job_id) != rev:
+                    mine[job_id] = rev
+                    ended.append((job_id, state))
+        changed = []
         for values in rows:
-            # (Rows this process wrote come back too: known by id and rev, read no further.)
-            job_id = values[2]
+            job_id = values[5]
             if job_id is None or mine.get(job_id) == values[-1]:
                 continue
-            row = read_row(values[2:])
+            row = read_row(values[5:])
             mine[job_id] = row.rev
             changed.append(row)
         changed = _spread(changed)
         ahead: list[Any] = json.loads(queued) if queued else []
-        if not changed and self.knows_queued(ahead):
+        if not changed and not ended and self.knows_queued(ahead):
             self._queued_ahead = None
             return None
         # (Rows changed, or fires were queued that this process has not taken in: a backfill
         # elsewhere writes no job row, only runs, and must reach the workers all the same.)
         self._queued_ahead = ahead
-        return changed
+        return Changes(changed, ended)
 
     def queued_runs(self) -> list[QueuedRun]:
         """``SQLStore.queued_runs``; right after ``changed_rows`` found changes, without a

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["DEFINITION", "ENDED_STATES", "RUN_STATES", "JobRow", "RunRecord"]
+__all__ = ["DEFINITION", "ENDED_STATES", "RUN_STATES", "Changes", "JobRow", "RunRecord"]
 
 #: A job in one of these states is no longer live (its row is kept for ``retention``).
 ENDED_STATES = ("completed", "cancelled", "failed")
@@ -71,6 +71,21 @@ class JobRow:
     failures: int
     last_error: str | None
     rev: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What other processes wrote to a durable store since a process last looked
+    (``changed_rows``).
+
+    Attributes:
+        rows: The rows of the jobs that are live (their changes to apply).
+        ended: The ``(id, state)`` of the jobs that ended (a state of ``ENDED_STATES``): all
+            a reader needs of them is to drop its copy, so the store sends no more.
+    """
+
+    rows: list[JobRow]
+    ended: list[tuple[str, str]]
 
 
 @dataclass(frozen=True, slots=True)

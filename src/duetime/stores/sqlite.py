@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from duetime._validate import NS_PER_SECOND, duration_ns, lower_scheme
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import READ_COLUMNS, SQLStore, read_row
-from duetime.stores.records import JobRow
+from duetime.stores.records import ENDED_STATES, Changes, JobRow
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -388,9 +388,10 @@ class SQLiteStore(SQLStore):
         version: int = rows[0][0]
         return version
 
-    def changed_rows(self) -> list[JobRow] | None:
-        """Rows other processes have written since this one last looked, or None if the file
-        has not changed (one cheap ``PRAGMA data_version``)."""
+    def changed_rows(self) -> Changes | None:
+        """What other processes have written since this one last looked (the live jobs' rows,
+        the ended jobs' ids and states), or None if the file has not changed (one cheap
+        ``PRAGMA data_version``)."""
         version = self._data_version()
         if version == self._version:
             return None
@@ -401,9 +402,13 @@ class SQLiteStore(SQLStore):
             (self._seen,),
         )
         changed = []
+        ended = []
         for values in rows:
             row = read_row(values)
             self._seen = max(self._seen, row.rev)
             if self._mine.get(row.id) != row.rev:
-                changed.append(row)
-        return changed
+                if row.state in ENDED_STATES:
+                    ended.append((row.id, row.state))
+                else:
+                    changed.append(row)
+        return Changes(changed, ended)
