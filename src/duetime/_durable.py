@@ -244,6 +244,11 @@ def sides_of(job: Job, row: JobRow, now: int) -> list[Side]:
     return out
 
 
+# A row's state -> the JobState (a dict look, not an Enum call: paid per row loaded). A name
+# that is none of them raises KeyError, as the call raised ValueError: the row is skipped.
+_STATE = {state.value: state for state in JobState}
+
+
 def apply_row(
     job: Job,
     row: JobRow,
@@ -284,7 +289,7 @@ def apply_row(
         job._opts = DEFAULT_OPTIONS if opts == DEFAULT_OPTIONS else opts
     # A row in state "running" stays so here while its run goes on elsewhere (or went on in
     # this process before a restart): the run's record, not the row, says what becomes of it.
-    job._state = JobState(row.state)
+    job._state = _STATE[row.state]
     job._base = row.next_base
     job._due = row.next_due
     job.runs = row.runs

@@ -2704,8 +2704,9 @@ class Scheduler:
         self._call = self._call_durable  # type: ignore[method-assign]
         with self._lock:
             now = self._clock.time_ns()
+            load = self._load_row
             for row in store.load_rows():
-                self._restore(None, row, now)
+                load(row, now)
             if self._import_tasks:  # (a worker that registers nothing, importing its tasks)
                 self._announce()
             for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
@@ -2938,6 +2939,28 @@ class Scheduler:
             self._drop_local(job)
             return
         self._restore(job, row, self._clock.time_ns())
+
+    def _load_row(self, row: JobRow, now: int) -> None:
+        """``_restore`` of a live job's row as the store is opened (lock held): the common
+        case, a job with no side occurrences, kept short (a worker opening a store of a hundred
+        thousand jobs pays each line that many times before it claims anything)."""
+        if row.sides is not None or row.id in self._store.index:
+            self._restore(None, row, now)
+            return
+        job = new_job(self, None, None)  # type: ignore[arg-type]
+        try:
+            _durable.apply_row(job, row, self._resolve)
+        except (ValueError, KeyError, TypeError) as exc:  # (InvalidArgument is a ValueError)
+            logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
+            return
+        func = job.func
+        if type(func) is MissingTask:
+            self._unresolved.setdefault(func.task, []).append(job)
+        else:
+            self._name_task(job, row.task)
+        self._store.add(job, row.id)
+        if job._due is not None and job._state is not JobState.PAUSED:
+            self._push_regular(job)
 
     def _restore(self, job: Job | None, row: JobRow, now: int) -> None:
         """Make the in-memory job match ``row`` (a new Job if ``job`` is None), queued."""
