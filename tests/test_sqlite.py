@@ -436,6 +436,29 @@ def test_stepping_takes_a_lost_run_over_when_its_lease_runs_out(
     ]
 
 
+def test_stepping_past_a_lease_end_in_a_job_goes_on(
+    open_scheduler: Opener, clock: FakeClock
+) -> None:
+    # A job that moves the clock itself (faking work) carried it past the end of the lease
+    # run_until was to stop at: the step back to that end raised (advance by a negative).
+    _crashed_run(open_scheduler)
+    taker = open_scheduler(lease=30)
+    once: list[str] = []
+
+    def tick() -> None:
+        run = current_run()
+        assert run is not None
+        once.append(run.key)
+        if len(once) == 1:
+            clock.advance(30)  # from 08:00:15 past the lease's end, 08:00:40
+
+    taker.register("tick", tick)
+    taker.schedule("tick", At(T0 + timedelta(seconds=15)), id="slow")
+    assert taker.run_until(T0 + timedelta(seconds=70)) >= 3
+    assert clock.now() == T0 + timedelta(seconds=70)
+    assert LOST_KEY in once
+
+
 def test_stepping_runs_a_lost_run_before_the_fires_that_waited_for_it(
     open_scheduler: Opener, clock: FakeClock
 ) -> None:
@@ -1080,6 +1103,22 @@ def test_a_recurrence_ends_where_its_next_fire_is_past_what_the_store_holds(
     assert "the recurrence ends here" in caplog.text
     first = T0 + timedelta(days=365 * 200)
     assert calls.keys == [f"far@{first.isoformat()}"]
+
+
+def test_a_retry_past_what_the_store_holds_is_not_made(
+    open_scheduler: Opener, calls: Calls, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A retry 250 years out: its row could not be written, the outcome write failed with it
+    # (and took the other outcomes of its batch along), and the job could no longer be
+    # cancelled. The attempt is the last one instead, with a WARNING saying why.
+    s = open_scheduler()
+    s.schedule("fail", 1, id="b", retry=FixedBackoff([timedelta(days=365 * 250)]))
+    with caplog.at_level(logging.WARNING, logger="duetime"):
+        s.run_for(2)
+    assert "not retried" in caplog.text
+    assert s.get("b") is None
+    assert [(f.job.id, f.attempts) for f in s.failed()] == [("b", 1)]
+    assert [r.state for r in s.runs("b")] == ["dead"]
 
 
 def test_a_reschedule_made_while_a_fire_runs_elsewhere_stands(

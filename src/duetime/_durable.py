@@ -160,8 +160,17 @@ def describe_ns(ns: int) -> str:
         return f"{ns} ns after the epoch"
 
 
-def _check_storable(job: Job, *times: int | None) -> None:
-    for ns in times:
+def check_storable(job: Job) -> None:
+    """Refuse a job whose next fire a durable store cannot hold (``schedule``,
+    ``reschedule``: the caller's ``when``), before anything is written.
+
+    Raises:
+        InvalidArgument: The next fire falls outside the years 1677 to 2262.
+    """
+    due = job._due
+    if due is None:
+        return
+    for ns in (job._base, due):
         if ns is not None and not storable_ns(ns):
             raise InvalidArgument(
                 f"when is outside what a durable store holds (times from 1677-09-21 to "
@@ -181,9 +190,6 @@ def job_row(job: Job, task: str, args: str | None = None) -> JobRow:
     x = job._x
     sides = x.sides if x is not None else None
     state = job._state
-    due = job._due
-    if due is not None:
-        _check_storable(job, job._base, due)
     return JobRow(
         id=job.id,
         name=x.name if x is not None else None,
@@ -216,7 +222,6 @@ def _sides_json(sides: list[Any] | None) -> str | None:
     for side in sides:
         if side.claimed:
             continue  # held through the runs table: a lease, not a pending side
-        _check_storable(side.job, side.base, side.due)
         out.append(
             {
                 "key": side.key,

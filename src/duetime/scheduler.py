@@ -2045,7 +2045,7 @@ class Scheduler:
             return False
         clock = self._clock
         utc = to_utc(base, _timebase(job._trigger), clock.time_ns(), clock.monotonic_ns())
-        if _durable.storable_ns(utc):
+        if _durable.storable_ns(utc + job._opts.jitter_ns):  # (the latest it may be jittered to)
             return False
         logger.warning(
             "job %r: its next fire (%s) is past what a durable store holds (times from "
@@ -2412,6 +2412,16 @@ class Scheduler:
                 )
         mono = self._clock.monotonic_ns()
         retry_at = None
+        if delay is not None and self._durable:
+            at = mono + round(delay * NS_PER_SECOND)
+            if not _durable.storable_ns(to_utc(at, MONOTONIC, self._clock.time_ns(), mono)):
+                logger.warning(
+                    "job %r: its retry would fall due at %s, past what a durable store holds "
+                    "(times from 1677-09-21 to 2262-04-11 UTC); not retried",
+                    job.id,
+                    _durable.describe_ns(to_utc(at, MONOTONIC, self._clock.time_ns(), mono)),
+                )
+                delay = None
         if delay is not None:
             retry_at = mono + round(delay * NS_PER_SECOND)
             self._queue_side(_Side(job, base, base_tb, attempt + 1, delay, False, fire), retry_at)
@@ -2770,7 +2780,9 @@ class Scheduler:
                     f"got {text!r}"
                 ) from None
             most = self._store.id_bytes_most  # type: ignore[attr-defined]
-            if param == "id" and most is not None and size > most:
+            if param == "id" and most is not None and size > most and text not in self._store.index:
+                # (An id stored already, by an earlier version that had no limit, stands: its
+                # index entry fit, compressed.)
                 raise InvalidArgument(
                     f"id must be at most {most} bytes of UTF-8 on this store (it is indexed), "
                     f"got {size} bytes: {text[:40]!r}..."
@@ -2837,6 +2849,7 @@ class Scheduler:
             # A function passed in this process runs here under its module:qualname.
             self._tasks.setdefault(ref, job.func)
         try:
+            _durable.check_storable(job)
             taken = self._store.insert_new(  # type: ignore[attr-defined]
                 [_durable.job_row(job, ref, args_json)], self._clock.time_ns()
             )
@@ -2884,6 +2897,7 @@ class Scheduler:
             # a read back, below, then finds them counted, not a copy without them).
             self._flush_outcomes()
         try:
+            _durable.check_storable(job)
             differ = self._store.write(  # type: ignore[attr-defined]
                 [self._row(job)], self._clock.time_ns(), drop_retries
             )
@@ -4169,10 +4183,11 @@ class Scheduler:
         store: a run lost by a worker that died is taken over when its lease runs out, before
         the fires due after that, as the thread runner's polls would."""
         count = 0
+        floor = clock.time_ns()  # leases ending after this are still to stop at
         while self._durable:
             with self._lock:
                 try:
-                    end = self._store.next_lease_end(clock.time_ns())  # type: ignore[attr-defined]
+                    end = self._store.next_lease_end(floor)  # type: ignore[attr-defined]
                 except StoreError as exc:
                     # (The look at the target below says so again if the store still fails.)
                     logger.debug("could not read when leases run out: %s", exc)
@@ -4180,10 +4195,15 @@ class Scheduler:
             if end is None or end > target:
                 break
             # The fires due before the lease's end, then the takeover, then the rest: at the
-            # end itself, the lost run (queued at its own due time) goes first.
+            # end itself, the lost run (queued at its own due time) goes first. (A job may
+            # have moved the clock past the end meanwhile, or a clock of its own not reach
+            # it to the nanosecond: each pass moves on from the end all the same.)
             if end - 1 > clock.time_ns():
                 count += self._run_to(clock, end - 1)
-            clock.advance_ns(end - clock.time_ns())
+            now = clock.time_ns()
+            if end > now:
+                clock.advance_ns(end - now)
+            floor = max(end, clock.time_ns())
             with self._lock:
                 self._next_poll = 0
                 self._sync_locked()

@@ -971,9 +971,10 @@ class SQLStore(MemoryStore):
         found = self._read(
             "looking for leases",
             self._q(
-                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' AND lease_until > ?"
+                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' "
+                "AND lease_until > ? AND worker <> ?"
             ),
-            (now,),
+            (now, self.worker),
         )
         end: int | None = found[0][0]
         return end

@@ -668,6 +668,11 @@ class PostgresStore(SQLStore):
         elif "invalid" in low and "value" in low and not state:
             # (libpq refusing one of the DSN's settings, sslmode=bogus: no server was asked.)
             advice = "check the settings in the DSN"
+        elif state == "54000":
+            advice = (
+                "a value is too long for PostgreSQL's index (a job id over about 2 700 bytes): "
+                "use a shorter one"
+            )
         elif state == "42501":
             advice = (
                 "the user may not create or use the schema; grant it (GRANT CREATE ON DATABASE, "
