@@ -1105,6 +1105,31 @@ def test_a_recurrence_ends_where_its_next_fire_is_past_what_the_store_holds(
     assert calls.keys == [f"far@{first.isoformat()}"]
 
 
+def test_a_stored_task_found_but_not_nameable_is_skipped_at_open(
+    open_scheduler: Opener,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # import_tasks= finds "module:f", a functools.partial that no name reaches: its job is
+    # skipped with a WARNING, as ever. (Loading's short path named it outside the guard, and
+    # Scheduler() itself raised: a worker with that import_tasks= could not start.)
+    package = tmp_path / "dt_unnamed"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tasks.py").write_text(
+        "import functools\nf = functools.partial(print, 'x')\n\n\ndef g():\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    s = open_scheduler()
+    s.schedule("dt_unnamed.tasks:f", 3600, id="partial-job")
+    s.schedule("dt_unnamed.tasks:g", 3600, id="plain-job")
+    with caplog.at_level(logging.WARNING, logger="duetime"):
+        other = open_scheduler(import_tasks=["dt_unnamed"])
+    assert [j.id for j in other.jobs()] == ["plain-job"]
+    assert "job 'partial-job' in the store cannot be loaded here" in caplog.text
+
+
 def test_a_retry_past_what_the_store_holds_is_not_made(
     open_scheduler: Opener, calls: Calls, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -249,8 +249,7 @@ def sides_of(job: Job, row: JobRow, now: int) -> list[Side]:
     return out
 
 
-# A row's state -> the JobState (a dict look, not an Enum call: paid per row loaded). A name
-# that is none of them raises KeyError, as the call raised ValueError: the row is skipped.
+# A row's state -> the JobState (a dict look, not an Enum call: paid per row loaded).
 _STATE = {state.value: state for state in JobState}
 
 
@@ -294,7 +293,10 @@ def apply_row(
         job._opts = DEFAULT_OPTIONS if opts == DEFAULT_OPTIONS else opts
     # A row in state "running" stays so here while its run goes on elsewhere (or went on in
     # this process before a restart): the run's record, not the row, says what becomes of it.
-    job._state = _STATE[row.state]
+    state = _STATE.get(row.state)
+    if state is None:
+        raise ValueError(f"{row.state!r} is not a valid JobState")
+    job._state = state
     job._base = row.next_base
     job._due = row.next_due
     job.runs = row.runs

@@ -972,7 +972,7 @@ class SQLStore(MemoryStore):
             "looking for leases",
             self._q(
                 "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' "
-                "AND lease_until > ? AND worker <> ?"
+                f"AND lease_until > ? AND NOT ({self._SAME_WORKER})"
             ),
             (now, self.worker),
         )

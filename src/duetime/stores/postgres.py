@@ -670,8 +670,8 @@ class PostgresStore(SQLStore):
             advice = "check the settings in the DSN"
         elif state == "54000":
             advice = (
-                "a value is too long for PostgreSQL's index (a job id over about 2 700 bytes): "
-                "use a shorter one"
+                "a value is too long for PostgreSQL's index (a job id: keep ids under 2 048 "
+                "bytes, which schedule() checks for new jobs)"
             )
         elif state == "42501":
             advice = (
