@@ -1919,7 +1919,10 @@ class Scheduler:
                 if verdict is not Verdict.START:
                     if verdict is Verdict.HOLD:  # start when the running one ends
                         held = _Side(job, base, trig.timebase, 1)
-                        held.since = min(mono, due if tb == MONOTONIC else due - wall + mono)
+                        # (From its base: the entry's due may have been put off, a claim that
+                        # met a run elsewhere tried again later, and a RUN_ALL backlog due
+                        # before that would pass it.)
+                        held.since = min(mono, base if tb == MONOTONIC else base - wall + mono)
                         self._hold_side(held, _HELD)
                     else:  # skipped, or coalesced into the one run already held back
                         self._skipped(job, base, tb, verdict.value)
