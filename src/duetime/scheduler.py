@@ -2416,13 +2416,13 @@ class Scheduler:
         mono = self._clock.monotonic_ns()
         retry_at = None
         if delay is not None and self._durable:
-            at = mono + round(delay * NS_PER_SECOND)
-            if not _durable.storable_ns(to_utc(at, MONOTONIC, self._clock.time_ns(), mono)):
+            at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
+            if not _durable.storable_ns(at):
                 logger.warning(
                     "job %r: its retry would fall due at %s, past what a durable store holds "
                     "(times from 1677-09-21 to 2262-04-11 UTC); not retried",
                     job.id,
-                    _durable.describe_ns(to_utc(at, MONOTONIC, self._clock.time_ns(), mono)),
+                    _durable.describe_ns(at),
                 )
                 delay = None
         if delay is not None:
