@@ -1445,6 +1445,8 @@ class Scheduler:
                 except BaseException:
                     job._state = state
                     raise
+                if job._running:
+                    self._ended_under_run.add(job)
             self._unqueue(job)
             job._state = JobState.CANCELLED
             self._store.forget(job)
@@ -2678,6 +2680,10 @@ class Scheduler:
         self._stored_for_others: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
         self._requeue = False  # queued fires were dropped from memory: take them in again
+        # Jobs ended by a cancel (here or elsewhere) or another process while a run of theirs
+        # went on here: that run's outcome records the run, not the job's row, which is the
+        # cancel's, or a new job's that took the id meanwhile (_outcome_asks).
+        self._ended_under_run: set[Job] = set()
         self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
@@ -3046,6 +3052,8 @@ class Scheduler:
         self._unqueue(job)
         job._state = _ENDED_STATE[state]
         self._store.forget(job)
+        if job._running:
+            self._ended_under_run.add(job)
 
     def _mark_lost_quiet(self, key: str, now: int) -> None:
         """Record a run this process took over as lost (its job ended meanwhile); a failure is
@@ -3724,7 +3732,16 @@ class Scheduler:
         """The store's arguments for ``outcomes``: each with its job's row as it is now."""
         rows: dict[int, JobRow] = {}
         asks: list[SettleAsk] = []
+        ended = self._ended_under_run
         for job, fire, attempt, _, state, error, now in outcomes:
+            if ended and job in ended:
+                # The job ended while this run went on (a cancel, another process): the run
+                # is recorded, the row left to that change. Written from this copy, the row
+                # ended a job another process had added under the id meanwhile.
+                if not job._running:
+                    ended.discard(job)
+                asks.append((fire, attempt, state, _durable.error_text(error), now, None))
+                continue
             row = rows.get(id(job))
             if row is None:
                 row = rows[id(job)] = self._row(job)
@@ -3772,8 +3789,9 @@ class Scheduler:
                             stats.dead -= 1
                 self._reload(job)
             elif state == "dead":
-                row = ask[5]
-                assert row is not None
+                # (No row asked for a job that ended while the run went on: the letter keeps
+                # this copy all the same.)
+                row = ask[5] if ask[5] is not None else self._row(job)
                 dead = store.dead_letter(job.id)
                 if dead is not None and dead.job is job:
                     try:
