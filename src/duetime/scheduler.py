@@ -1445,8 +1445,7 @@ class Scheduler:
                 except BaseException:
                     job._state = state
                     raise
-                if job._running:
-                    self._ended_under_run.add(job)
+
             self._unqueue(job)
             job._state = JobState.CANCELLED
             self._store.forget(job)
@@ -2680,10 +2679,6 @@ class Scheduler:
         self._stored_for_others: set[str] = set()
         self._next_poll = 0  # clock time of the next heartbeat / lease scan
         self._requeue = False  # queued fires were dropped from memory: take them in again
-        # Jobs ended by a cancel (here or elsewhere) or another process while a run of theirs
-        # went on here: that run's outcome records the run, not the job's row, which is the
-        # cancel's, or a new job's that took the id meanwhile (_outcome_asks).
-        self._ended_under_run: set[Job] = set()
         self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
         # Runs taken over from a lost worker and not started yet: this process holds their
         # leases too, so they are renewed like running ones.
@@ -3052,8 +3047,6 @@ class Scheduler:
         self._unqueue(job)
         job._state = _ENDED_STATE[state]
         self._store.forget(job)
-        if job._running:
-            self._ended_under_run.add(job)
 
     def _mark_lost_quiet(self, key: str, now: int) -> None:
         """Record a run this process took over as lost (its job ended meanwhile); a failure is
@@ -3732,14 +3725,13 @@ class Scheduler:
         """The store's arguments for ``outcomes``: each with its job's row as it is now."""
         rows: dict[int, JobRow] = {}
         asks: list[SettleAsk] = []
-        ended = self._ended_under_run
         for job, fire, attempt, _, state, error, now in outcomes:
-            if ended and job in ended:
-                # The job ended while this run went on (a cancel, another process): the run
-                # is recorded, the row left to that change. Written from this copy, the row
-                # ended a job another process had added under the id meanwhile.
-                if not job._running:
-                    ended.discard(job)
+            if job._state is _CANCELLED:
+                # Cancelled since the run started (here, or elsewhere and read back): the run
+                # is recorded, the row left to the cancel, which wrote it. Written from this
+                # copy, the row ended a job another process had added under the id meanwhile.
+                # (Asked for each outcome, each time: an outcome owed and written again later,
+                # or a second of the job's, is the cancelled copy's too.)
                 asks.append((fire, attempt, state, _durable.error_text(error), now, None))
                 continue
             row = rows.get(id(job))
@@ -3787,7 +3779,11 @@ class Scheduler:
                         if dead is not None and dead.job is job:
                             MemoryStore.take_dead(store, job.id)
                             stats.dead -= 1
-                self._reload(job)
+                # Read back the job the id names now: this copy may have ended here meanwhile
+                # (read back, it came back to life beside a new job of the id, unindexed).
+                current = store.get(job.id)
+                if current is not None:
+                    self._reload(current)
             elif state == "dead":
                 # (No row asked for a job that ended while the run went on: the letter keeps
                 # this copy all the same.)
@@ -4124,11 +4120,23 @@ class Scheduler:
         with self._lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
             self._observed()
         horizon = None if until is None else self._target("until", until)
+        floor = clock.time_ns()  # (durable: leases ending after this are still to stop at)
         while True:
             with self._lock:
                 wall = clock.time_ns()
                 mono = clock.monotonic_ns()
                 head = self._store.head(wall, mono)
+                if self._durable:
+                    # A lease ending before the next occurrence (and the horizon) is where a
+                    # lost run falls due, taken over: time stops there first (run_until).
+                    end = self._next_lease_end(max(floor, wall))
+                    if (
+                        end is not None
+                        and (head is None or end <= head[2] - mono + wall)
+                        and (horizon is None or end <= horizon)
+                    ):
+                        floor = self._stop_at_lease_end(clock, end)
+                        continue
                 if horizon is not None and (head is None or head[2] > horizon - wall + mono):
                     # (head[2] is on the monotonic axis; the horizon is wall-clock.)
                     if horizon > wall:
@@ -4198,6 +4206,35 @@ class Scheduler:
             )
         return self._run_durable(clock, target)
 
+    def _next_lease_end(self, floor: int) -> int | None:
+        """When the first lease of a run going ends after ``floor`` (lock held), or None (none,
+        or the store did not answer: the look at the target says so again if it still
+        fails)."""
+        try:
+            end: int | None = self._store.next_lease_end(floor)  # type: ignore[attr-defined]
+        except StoreError as exc:
+            logger.debug("could not read when leases run out: %s", exc)
+            return None
+        return end
+
+    def _stop_at_lease_end(self, clock: SteppableClock, end: int) -> int:
+        """Move the clock to ``end``, where a lease runs out, and look at the store there (lock
+        held): a lost run is taken over. Returns the time from which to look for the next
+        lease end (each stop moves on, whatever the clock could do)."""
+        step = 0  # (after the first try, at least a microsecond: see below)
+        for _ in range(3):
+            # (A job may have moved the clock past the end already; a clock that keeps coarser
+            # time than nanoseconds may stop short of it, where the lease has not run out yet:
+            # it is nudged on.)
+            now = clock.time_ns()
+            if now >= end:
+                break
+            clock.advance_ns(max(end - now, step))
+            step = 1000
+        self._next_poll = 0
+        self._sync_locked()
+        return max(end, clock.time_ns())
+
     def _run_durable(self, clock: SteppableClock, target: int) -> int:
         """``_run_to``, and with a durable store, again for what a look at the store at the
         target finds due (runs whose lease ran out meanwhile, other processes' changes). Time
@@ -4208,12 +4245,7 @@ class Scheduler:
         floor = clock.time_ns()  # leases ending after this are still to stop at
         while self._durable:
             with self._lock:
-                try:
-                    end = self._store.next_lease_end(floor)  # type: ignore[attr-defined]
-                except StoreError as exc:
-                    # (The look at the target below says so again if the store still fails.)
-                    logger.debug("could not read when leases run out: %s", exc)
-                    break
+                end = self._next_lease_end(floor)
             if end is None or end > target:
                 break
             # The fires due before the lease's end, then the takeover, then the rest: at the
@@ -4222,19 +4254,8 @@ class Scheduler:
             # it to the nanosecond: each pass moves on from the end all the same.)
             if end - 1 > clock.time_ns():
                 count += self._run_to(clock, end - 1)
-            step = 0  # (after the first try, at least a microsecond: see below)
-            for _ in range(3):
-                # (A clock that keeps coarser time than nanoseconds may stop short of the end,
-                # where the lease has not run out yet: it is nudged on.)
-                now = clock.time_ns()
-                if now >= end:
-                    break
-                clock.advance_ns(max(end - now, step))
-                step = 1000
-            floor = max(end, clock.time_ns())
             with self._lock:
-                self._next_poll = 0
-                self._sync_locked()
+                floor = self._stop_at_lease_end(clock, end)
         count += self._run_to(clock, target)
         while self._durable:
             with self._lock:

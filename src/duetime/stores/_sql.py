@@ -971,10 +971,9 @@ class SQLStore(MemoryStore):
         found = self._read(
             "looking for leases",
             self._q(
-                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' "
-                f"AND lease_until > ? AND NOT ({self._SAME_WORKER})"
+                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' AND lease_until > ?"
             ),
-            (now, self.worker),
+            (now,),
         )
         end: int | None = found[0][0]
         return end

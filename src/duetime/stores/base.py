@@ -290,7 +290,8 @@ class DurableStore(JobStore, Protocol):
         ...
 
     def next_lease_end(self, now: int) -> int | None:
-        """When the first lease of a run going in another worker runs out after ``now``, or None:
+        """When the first lease of a run going (any worker's, this one's too: a run a job's
+        SystemExit interrupted) runs out after ``now``, or None:
         how far hand-stepped time may move before a lost run is to be taken over (a lease has
         run out at its end: ``expired`` answers it then)."""
         ...

@@ -858,7 +858,8 @@ class PostgresStore(SQLStore):
         one transaction and one round trip (two statements, pipelined); the other claims one
         by one, after it."""
         self.insert_pending()
-        if any(row is None for *_, row in outcomes):  # (not from the Scheduler)
+        if any(row is None for *_, row in outcomes):
+            # (A run of a job cancelled meanwhile records the run only: rare, one by one.)
             return super().settle_many(outcomes), self.claim_many(asks)
         claims: list[ClaimAnswer] = [("", None)] * len(asks)
         # (attempt 1, with a row and a guard: the others are claimed one by one, after it.)
