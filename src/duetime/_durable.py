@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import timezone
 from typing import Any
 
+from duetime._validate import ns_to_datetime
 from duetime.errors import InvalidArgument, StoredError, exception_message
 from duetime.job import (
     _QUEUED,
@@ -140,11 +141,9 @@ def check_limiter(limiter: object) -> None:
 
 
 # What a durable store's times can be: 64-bit integers of nanoseconds since the epoch (UTC),
-# 1677-09-21 to 2262-04-11, where memory takes any time from the year 1 to 9999.
+# where memory takes any time from the year 1 to 9999. (Said in every message about them.)
 _NS_MIN, _NS_MAX = -(2**63), 2**63 - 1
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+STORABLE_TIMES = "times from 1677-09-21 to 2262-04-11 UTC"
 
 
 def storable_ns(ns: int) -> bool:
@@ -155,7 +154,7 @@ def storable_ns(ns: int) -> bool:
 def describe_ns(ns: int) -> str:
     """``ns`` (UTC epoch nanoseconds) as an ISO 8601 instant, for messages."""
     try:
-        return (_EPOCH + timedelta(microseconds=ns // 1000)).isoformat()
+        return ns_to_datetime(ns, timezone.utc).isoformat()
     except OverflowError:
         return f"{ns} ns after the epoch"
 
@@ -173,8 +172,8 @@ def check_storable(job: Job) -> None:
     for ns in (job._base, due):
         if ns is not None and not storable_ns(ns):
             raise InvalidArgument(
-                f"when is outside what a durable store holds (times from 1677-09-21 to "
-                f"2262-04-11 UTC): job {job._id!r} would fall due at {describe_ns(ns)}"
+                f"when is outside what a durable store holds ({STORABLE_TIMES}): job "
+                f"{job._id!r} would fall due at {describe_ns(ns)}"
             )
 
 

@@ -2049,13 +2049,23 @@ class Scheduler:
             return False
         clock = self._clock
         utc = to_utc(base, _timebase(job._trigger), clock.time_ns(), clock.monotonic_ns())
-        if _durable.storable_ns(utc + job._opts.jitter_ns):  # (the latest it may be jittered to)
+        # (Up to the latest it may be jittered to.)
+        return self._unstorable(
+            job, "next fire", utc, job._opts.jitter_ns, "the recurrence ends here"
+        )
+
+    def _unstorable(self, job: Job, what: str, utc: int, spread: int, then: str) -> bool:
+        """Whether a durable store cannot hold ``utc`` (+ up to ``spread`` ns), ``job``'s
+        ``what``: then say so, and what happens ``then``, at WARNING."""
+        if _durable.storable_ns(utc + spread):
             return False
         logger.warning(
-            "job %r: its next fire (%s) is past what a durable store holds (times from "
-            "1677-09-21 to 2262-04-11 UTC); the recurrence ends here",
+            "job %r: its %s (%s) is past what a durable store holds (%s); %s",
             job._id,
+            what,
             _durable.describe_ns(utc),
+            _durable.STORABLE_TIMES,
+            then,
         )
         return True
 
@@ -2418,13 +2428,7 @@ class Scheduler:
         retry_at = None
         if delay is not None and self._durable:
             at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
-            if not _durable.storable_ns(at):
-                logger.warning(
-                    "job %r: its retry would fall due at %s, past what a durable store holds "
-                    "(times from 1677-09-21 to 2262-04-11 UTC); not retried",
-                    job.id,
-                    _durable.describe_ns(at),
-                )
+            if self._unstorable(job, "retry", at, 0, "not retried"):
                 delay = None
         if delay is not None:
             retry_at = mono + round(delay * NS_PER_SECOND)
