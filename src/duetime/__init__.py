@@ -48,7 +48,7 @@ from duetime.scheduler import FailedJob, ScheduleOptions, Scheduler
 from duetime.stats import Lateness, Stats
 from duetime.stores import JobStore, MemoryStore
 from duetime.stores.postgres import PostgresStore
-from duetime.stores.records import RunRecord
+from duetime.stores.records import RunRecord, UnreadableRow
 from duetime.stores.sqlite import SQLiteStore
 
 __version__ = "0.1.0"
@@ -115,6 +115,7 @@ __all__ = [
     "StoredError",
     "SystemClock",
     "TokenBucket",
+    "UnreadableRow",
     "Window",
     "current_run",
 ]

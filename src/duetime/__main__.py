@@ -21,13 +21,14 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import NoReturn
 
+from duetime._describe import describe_trigger
 from duetime._durable import MissingTask
 from duetime._validate import lower_scheme, zone
 from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.job import Job, JobState, Misfire, current_run
-from duetime.recurrence import At, FixedRate
+from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores import codec
 from duetime.stores.postgres import PostgresStore, missing_database
@@ -316,36 +317,40 @@ def _utc(when: datetime) -> str:
     return when.astimezone(timezone.utc).isoformat()
 
 
-def _trigger_text(trigger: object) -> str:
-    """A job's trigger for the table: the dataclass reprs, shortened (a datetime in ISO form,
-    UTC as the table's other times, fields left at their defaults left out)."""
-    if isinstance(trigger, At):
-        return f"At({_utc(trigger.when)})"
-    if isinstance(trigger, Cron):
-        extra = [f"tz={trigger.tz!r}"] if trigger.tz is not None else []
-        extra += [
-            f"{k}={_utc(v)}" for k, v in (("start", trigger.start), ("end", trigger.end)) if v
-        ]
-        return f"Cron({', '.join([repr(trigger.expr), *extra])})"
-    return repr(trigger)
-
-
 def jobs(url: str, state: str | None) -> int:
-    """Print the store's live jobs as a table."""
+    """Print the store's jobs as a table: the live ones, those this process cannot read
+    (``unreadable``, with the reason), and with ``--state dead`` the dead letters with their
+    last error."""
     s = _open(url)
     try:
-        found = [j for j in s.jobs() if state is None or j.state.value == state]
-        rows: list[tuple[object, ...]] = [
-            (j.id, j.name, j.state.value, _when(j.next_run_time), _trigger_text(j.trigger))
-            for j in found
-        ]
+        rows: list[tuple[object, ...]] = []
+        notes: list[str] = []
+        if state not in ("dead", "unreadable"):
+            found = [j for j in s.jobs() if state is None or j.state.value == state]
+            rows += [
+                (j.id, j.name, j.state.value, _when(j.next_run_time), describe_trigger(j.trigger))
+                for j in found
+            ]
+            notes += _unrunnable(s, found)
+        if state in (None, "unreadable"):
+            for bad in s.unreadable():
+                if bad.table == "jobs":
+                    rows.append((bad.id, None, "unreadable", None, None))
+                    notes.append(f"cannot be read: {bad.reason}")
+        dead = s.failed()
+        if state == "dead":
+            for letter in dead:
+                job = letter.job
+                rows.append((job.id, job.name, "dead", None, describe_trigger(job.trigger)))
+                notes.append(f"last error: {letter.error}")
         header: tuple[str, ...] = ("ID", "NAME", "STATE", "NEXT RUN (UTC)", "TRIGGER")
-        notes = _unrunnable(s, found)
         if any(notes):
             header += ("",)  # (a column without a heading: the heading line stays as it was)
             rows = [(*row, note) for row, note in zip(rows, notes, strict=True)]
         print(_table(header, rows))
-        print(f"{len(found)} job(s)")
+        if dead and state is None:
+            print(f"({len(dead)} dead job(s), not listed: --state dead lists them)")
+        print(f"{len(rows)} job(s)")
     finally:
         s.shutdown()
     return 0
@@ -402,6 +407,12 @@ def change(url: str, action: str, id: str) -> int:
         else:
             job = s.get(id)
             if job is None:
+                for bad in s.unreadable():
+                    if bad.table == "jobs" and bad.id == id:
+                        raise DuetimeError(
+                            f"job {id!r} cannot be read ({bad.reason}); cancel is the one "
+                            "change an unreadable job takes"
+                        )
                 raise JobLookupError(id)
             # (Pausing a paused job, resuming one that is not, changes nothing: say so.)
             if action == "pause" and job.state is JobState.PAUSED:
@@ -455,11 +466,16 @@ def _parser() -> _Parser:
         "postgresql://user@host:5432/dbname[?schema=name]"
     )
     p_jobs = sub.add_parser(
-        "jobs", help="list a store's jobs", description="List the live jobs of a durable store."
+        "jobs",
+        help="list a store's jobs",
+        description="List the live jobs of a durable store, and the rows it cannot read "
+        "(unreadable); --state dead lists the dead jobs (dead letters) with their last error.",
     )
     p_jobs.add_argument("--store", required=True, help=store_help)
     p_jobs.add_argument(
-        "--state", choices=["scheduled", "running", "paused"], help="only jobs in this state"
+        "--state",
+        choices=["scheduled", "running", "paused", "dead", "unreadable"],
+        help="only jobs in this state",
     )
     p_runs = sub.add_parser(
         "runs",

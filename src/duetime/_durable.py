@@ -38,6 +38,7 @@ __all__ = [
     "MissingTask",
     "apply_row",
     "check_limiter",
+    "check_row",
     "error_text",
     "job_row",
     "parse_error",
@@ -236,16 +237,78 @@ def _sides_json(sides: list[Any] | None) -> str | None:
 
 
 def sides_of(job: Job, row: JobRow, now: int) -> list[Side]:
-    """The side occurrences a row records, queued (held-back ones due ``now``)."""
+    """The side occurrences a row records, queued (held-back ones due ``now``).
+
+    Raises:
+        ValueError: ``row.sides`` is not what ``job_row`` writes (the row is unreadable).
+    """
     if not row.sides:
         return []
+    records = codec.load_json(row.sides, "sides")
+    if type(records) is not list:
+        raise ValueError("sides is not a list")
     out = []
-    for rec in json.loads(row.sides):
-        side = Side(job, rec["base"], MONOTONIC, rec["attempt"], rec["delay"], False, rec["key"])
-        side.due = now if rec["due"] is None else rec["due"]
+    for rec in records:
+        if type(rec) is not dict:
+            raise ValueError("sides holds an item that is not an object")
+        values: list[Any] = [rec.get(k) for k in _SIDE_FIELDS]
+        key, base, attempt, delay, due = values
+        if not (
+            type(key) is str
+            and _is_ns(base)
+            and type(attempt) is int
+            and 0 <= attempt <= _COUNT_MOST
+            and (delay is None or (type(delay) in (int, float) and 0 <= delay < 2**63))
+            and (due is None or _is_ns(due))
+        ):
+            raise ValueError(f"sides holds a record of wrong values: {_short(rec)}")
+        side = Side(job, base, MONOTONIC, attempt, delay, False, key)
+        side.due = now if due is None else due
         side.hold = _QUEUED
         out.append(side)
     return out
+
+
+_SIDE_FIELDS = ("key", "base", "attempt", "delay", "due")
+# The most a row's counters (attempt, runs, failures) can be: one less than PostgreSQL's
+# integer column holds, so that one more run can still be counted.
+_COUNT_MOST = 2**31 - 2
+
+
+def _is_ns(value: object) -> bool:
+    """Whether ``value`` is a time a store holds (integer epoch nanoseconds, 64-bit)."""
+    return type(value) is int and _NS_MIN <= value <= _NS_MAX
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def check_row(row: JobRow) -> None:
+    """Refuse a row whose plain fields are not of their kind (a row is data someone may have
+    written by hand): each is used as read, after loading, where a wrong one would raise
+    far from here (a text priority in the heap's comparisons, a float due in the clock's).
+
+    Raises:
+        ValueError: A field is wrong; the message names it and shows the value.
+    """
+    for name, value, ok in (
+        ("id", row.id, type(row.id) is str),
+        ("name", row.name, row.name is None or type(row.name) is str),
+        ("task", row.task, type(row.task) is str and row.task != ""),
+        ("priority", row.priority, type(row.priority) is int and -(2**63) <= row.priority < 2**63),
+        ("state", row.state, row.state in _STATE),
+        ("next_base", row.next_base, row.next_base is None or _is_ns(row.next_base)),
+        ("next_due", row.next_due, row.next_due is None or _is_ns(row.next_due)),
+        ("catchup", row.catchup, type(row.catchup) is bool),
+        ("attempt", row.attempt, type(row.attempt) is int and 0 <= row.attempt <= _COUNT_MOST),
+        ("runs", row.runs, type(row.runs) is int and 0 <= row.runs <= _COUNT_MOST),
+        ("failures", row.failures, type(row.failures) is int and 0 <= row.failures <= _COUNT_MOST),
+        ("last_error", row.last_error, row.last_error is None or type(row.last_error) is str),
+    ):
+        if not ok:
+            raise ValueError(f"column {name} holds {_short(value)}")
 
 
 # A row's state -> the JobState (a dict look, not an Enum call: paid per row loaded).
@@ -264,8 +327,9 @@ def apply_row(
         InvalidArgument: The row names something this process cannot rebuild (a retry
             policy's exception class from a module it has not imported).
     """
+    check_row(row)
     trigger = codec.load_trigger(row.trigger)
-    retry = None if row.retry is None else codec.decode_retry(json.loads(row.retry))
+    retry = None if row.retry is None else codec.decode_retry(codec.load_json(row.retry, "retry"))
     args, kwargs = codec.loads_args(row.args)
     func = resolve(row.task)
     job._id = row.id
@@ -278,16 +342,25 @@ def apply_row(
         # (Most jobs; loading a hundred thousand of them at start-up is where this counts.)
         job._opts = DEFAULT_OPTIONS
     else:
-        options: Mapping[str, Any] = json.loads(row.options)
+        options: Mapping[str, Any] = codec.load_json(row.options, "options")
+        if type(options) is not dict:
+            raise ValueError("options is not an object")
         misfire = options.get("misfire")
         overlap = options.get("overlap")
+        grace, jitter, executor = (options.get(k) for k in ("grace_ns", "jitter_ns", "executor"))
+        if not (
+            (grace is None or (_is_ns(grace) and grace >= 0))
+            and (jitter is None or (_is_ns(jitter) and jitter >= 0))
+            and (executor is None or type(executor) is str)
+        ):
+            raise ValueError(f"options holds wrong values: {_short(options)}")
         opts = JobOptions(
             retry=retry,
             misfire=None if misfire is None else Misfire(misfire),
-            grace_ns=options.get("grace_ns"),
+            grace_ns=grace,
             overlap=None if overlap is None else Overlap(overlap),
-            jitter_ns=options.get("jitter_ns", 0),
-            executor=options.get("executor"),
+            jitter_ns=jitter or 0,
+            executor=executor,
         )
         job._opts = DEFAULT_OPTIONS if opts == DEFAULT_OPTIONS else opts
     # A row in state "running" stays so here while its run goes on elsewhere (or went on in

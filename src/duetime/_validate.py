@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -190,6 +191,14 @@ def _zone_hint(value: str) -> str:
     if not close:
         return ""
     return "; did you mean " + " or ".join(names[c] for c in close) + "?"
+
+
+def name_hint(wanted: str, names: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the nearest of ``names`` (task names, say), or ``""``."""
+    close = difflib.get_close_matches(wanted, list(names), n=2, cutoff=0.7)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
 
 
 def integer(name: str, value: Any) -> int:

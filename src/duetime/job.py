@@ -363,6 +363,7 @@ class _Extras:
         "last_error",
         "name",
         "opts",
+        "resumed",
         "sides",
         "task",
         "triggered",
@@ -388,6 +389,9 @@ class _Extras:
         # The microsecond (since the epoch) whose fire key the last trigger() took, in memory:
         # a second trigger() in that microsecond or before takes the next one's.
         self.triggered: int | None = None
+        # The clock's (wall, monotonic) readings when the job was last resumed: its fires due
+        # before then fell in a pause, skipped on purpose, and are not reported as misfires.
+        self.resumed: tuple[int, int] | None = None
 
 
 class Run:

@@ -25,6 +25,7 @@ it). A durable store will need them to take the general path (docs/decisions.md)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import inspect
 import itertools
@@ -37,6 +38,7 @@ import socket
 import sys
 import threading
 import traceback
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict as _asdict
@@ -69,6 +71,7 @@ from duetime._validate import (
     in_calendar,
     integer,
     lower_scheme,
+    name_hint,
     ns_to_datetime,
     zone,
 )
@@ -141,7 +144,15 @@ from duetime.stores import codec
 from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore, redact_dsn
-from duetime.stores.records import DEFINITION, ENDED_STATES, RUN_STATES, JobRow, RunRecord
+from duetime.stores.records import (
+    DEFINITION,
+    ENDED_STATES,
+    LEASE_MOST_NS,
+    RUN_STATES,
+    JobRow,
+    RunRecord,
+    UnreadableRow,
+)
 from duetime.stores.sqlite import SQLiteStore
 from duetime.stores.timebase import to_utc
 
@@ -255,7 +266,13 @@ _IDLE_SLICE = 0.005
 # is twice as large while a full batch was dispatched (run, when inline) within _CLAIM_QUICK real
 # seconds, half as large (not below _CLAIM_FIRST) when it took four times that. A batch that
 # took everything due ends the burst.
-_LEASE_MOST = 366 * 86_400 * NS_PER_SECOND
+_LEASE_MOST = LEASE_MOST_NS
+# _warn_twin looks for a copy of a job scheduled without id= in a process's first this many
+# such calls, while it holds at most _TWIN_JOBS jobs (a scan of them each).
+_TWIN_CHECKS = 100
+# How long the interpreter's exit waits for a busy scheduler's lock (seconds).
+_EXIT_LOCK_WAIT = 5.0
+_TWIN_JOBS = 10_000
 _WORKER_TTL = 60 * NS_PER_SECOND
 _CLAIM_FIRST = 16
 _CLAIM_MOST = 256
@@ -873,10 +890,13 @@ class Scheduler:
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
             else:
+                unnamed = id is None
                 if self._durable and id is None:  # a stored job needs its id now
                     id = self._id_prefix + format(next(self._id_counter), "x")
                 self._add(job, id, first, paused)
                 if self._durable:
+                    if unnamed:
+                        self._warn_twin(job, ref, args_json)
                     try:
                         self._insert(job, ref, args_json)
                     except ConflictingIdError:
@@ -1041,12 +1061,23 @@ class Scheduler:
             # A process that only schedules (a web app, an admin script) names tasks that
             # its workers register: the job is stored under the name, and this process
             # leaves it to them (or to a later register()), as it does a loaded one.
-            return self._resolve(name) or MissingTask(name)
+            found = self._resolve(name)
+            if found is None and name not in self._hinted_tasks:
+                hint = name_hint(name, self._tasks)
+                if hint:  # (a near miss of a name this process registered: likely a typo)
+                    self._hinted_tasks.add(name)
+                    logger.warning(
+                        "task %r is not registered in this process: the job is stored for "
+                        "the processes that register it%s",
+                        name,
+                        hint,
+                    )
+            return found or MissingTask(name)
         if func is None:
             known = ", ".join(sorted(self._tasks)) or "none yet"
             raise InvalidArgument(
                 f"func {name!r} is not a registered task (registered: {known}); register it "
-                f"with @s.task({name!r}) or s.register({name!r}, fn)"
+                f"with @s.task({name!r}) or s.register({name!r}, fn){name_hint(name, self._tasks)}"
             )
         return func
 
@@ -1429,6 +1460,8 @@ class Scheduler:
             try:
                 job = self._lookup(job_or_id)
             except JobLookupError:
+                if self._durable and isinstance(job_or_id, str):
+                    return self._cancel_unreadable(job_or_id)
                 return False
             event = (
                 JobCancelled(job.id, self._now_dt(), self._job_next_run_time(job))
@@ -1543,6 +1576,7 @@ class Scheduler:
                 return
             before = self._row(job) if self._durable else None
             job._state = JobState.SCHEDULED
+            self._mark_resumed(job)
             if job._due is not None:  # the next regular occurrence, jitter as drawn before
                 self._push_regular(job)
             mono = self._clock.monotonic_ns()
@@ -2080,16 +2114,28 @@ class Scheduler:
             return
         self._report_missed(job, base, tb, count, exact, policy)
 
+    def _mark_resumed(self, job: Job) -> None:
+        """Note that ``job`` is resumed now (here, or read back from a resume elsewhere): the
+        fires it missed while paused were held back on purpose (``_report_missed``)."""
+        clock = self._clock
+        job._extras().resumed = (clock.time_ns(), clock.monotonic_ns())
+
     def _report_missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
     ) -> None:
         self._stats.missed += count
-        logger.warning(
-            "job %r missed %s%d occurrence(s) (misfire policy %s)",
+        x = job._x
+        resumed = None if x is None else x.resumed
+        # Fires that fell due while the job was paused were held back on purpose: the policy
+        # applies to them all the same, but they are no misfire to warn of.
+        paused = resumed is not None and base <= resumed[tb]
+        (logger.info if paused else logger.warning)(
+            "job %r missed %s%d occurrence(s) (misfire policy %s)%s",
             job.id,
             "" if exact else "at least ",
             count,
             policy.value,
+            ", held back by a pause" if paused else "",
         )
         if self._watch:
             self._pending_events.append(
@@ -2676,6 +2722,8 @@ class Scheduler:
         self._task_of: dict[Any, str] = {}  # function -> task reference, for rows
         self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
+        self._hinted_tasks: set[str] = set()  # stored under a near miss of a registered name
+        self._twin_checks = 0  # schedule() calls without id= checked for copies (_warn_twin)
         self._warned_executors: set[str] = set()
         # Shut down without waiting: close the store once the runs still going have ended.
         self._close_when_idle = False
@@ -2717,6 +2765,18 @@ class Scheduler:
         self._missed_held: dict[int, tuple[Any, ...]] = {}
         worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         store.open(worker)
+        # At interpreter exit without shutdown(): the runner's thread is a daemon, and dies
+        # with its finished runs' outcomes unwritten (they would run again after their lease).
+        # (A weak reference: the hook must not keep a dropped scheduler alive.)
+        self_ref = weakref.ref(self)
+
+        def at_exit() -> None:
+            s = self_ref()
+            if s is not None:
+                s._at_exit()
+
+        self._exit_hook = at_exit
+        atexit.register(at_exit)
         self._begin = self._begin_durable  # type: ignore[method-assign]
         self._finish_locked = self._finish_durable  # type: ignore[method-assign]
         self._call = self._call_durable  # type: ignore[method-assign]
@@ -2868,6 +2928,36 @@ class Scheduler:
             self._drop_local(job)
             raise ConflictingIdError(taken[0])
 
+    def _warn_twin(self, job: Job, ref: str, args_json: str) -> None:
+        """Warn if ``job``, scheduled without ``id=``, is a copy (task, arguments, trigger) of
+        a job the store holds already (lock held): a start-up script that schedules without
+        ids adds one more copy at every restart. Checked for a process's first
+        ``_TWIN_CHECKS`` such calls outside a ``batch()`` (start-up is where it happens), while
+        it holds at most ``_TWIN_JOBS`` jobs, so that the check never costs a busy process."""
+        if (
+            self._twin_checks >= _TWIN_CHECKS
+            or self._store._batch  # type: ignore[attr-defined]
+            or self._store.count() > _TWIN_JOBS
+        ):
+            return
+        self._twin_checks += 1
+        trigger = job._trigger
+        for other in self._store.jobs():
+            if other is job or other._trigger != trigger:
+                continue
+            row = self._row(other)
+            if row.task == ref and row.args == args_json:
+                logger.warning(
+                    "job %r is a copy of job %r (the same task %r, arguments and trigger), "
+                    "scheduled without id=: a script that runs at every start adds one more "
+                    "each time; pass id= to declare the job once (with replace=True to update "
+                    "it)",
+                    job._id,
+                    other._id,
+                    ref,
+                )
+                return
+
     def _take_in(self, id: str) -> bool:
         """Load live job ``id`` from the store into memory (lock held); whether it was there.
 
@@ -2976,8 +3066,8 @@ class Scheduler:
             if type(func) is not MissingTask:
                 # (May raise: a function import_tasks= found that no name reaches.)
                 self._name_task(job, row.task)
-        except (ValueError, KeyError, TypeError) as exc:  # (InvalidArgument is a ValueError)
-            logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
+        except Exception as exc:  # (a row is data: whatever is wrong with it, never fatal)
+            self._quarantine(row, exc)
             return
         if type(func) is MissingTask:
             self._unresolved.setdefault(func.task, []).append(job)
@@ -2991,6 +3081,7 @@ class Scheduler:
         if job is None:
             job = store.get(row.id)
         if row.state in ENDED_STATES:
+            store.quarantine.discard("jobs", row.id)  # type: ignore[attr-defined]
             if job is not None:
                 self._drop_ended(job, row.state, now)
             return
@@ -3007,18 +3098,22 @@ class Scheduler:
             taken = [x for x in job._sides or () if x.claimed == 1]
             self._unqueue(job)
         running = job._running
+        was_paused = job._state is JobState.PAUSED
         try:
             _durable.apply_row(job, row, self._resolve)
             if type(job.func) is not MissingTask:
                 self._name_task(job, row.task)
-        except (ValueError, KeyError, TypeError) as exc:  # (InvalidArgument is a ValueError)
-            logger.warning("job %r in the store cannot be loaded here: %s", row.id, exc)
+            sides = _durable.sides_of(job, row, now)
+        except Exception as exc:  # (a row is data: whatever is wrong with it, never fatal)
+            self._quarantine(row, exc)
             if not fresh:
                 self._drop_local(job)
             return
+        store.quarantine.discard("jobs", row.id)  # type: ignore[attr-defined]
+        if not fresh and was_paused and row.state != "paused":
+            self._mark_resumed(job)  # (resumed by another process)
         if running:
             job._state = JobState.PAUSED if row.state == "paused" else _RUNNING
-        sides = _durable.sides_of(job, row, now)
         job._sides = sides or None
         if held:
             # Sides the row does not record are dropped here: fires queued in the store's runs
@@ -3041,6 +3136,22 @@ class Scheduler:
             for x in taken:
                 if self._fire_of(x) not in have:
                     self._queue_side(x, mono)
+
+    def _cancel_unreadable(self, id: str) -> bool:
+        """Cancel job ``id`` if the store holds it live but this process cannot load it (lock
+        held): the only change such a row takes. Whether it was live."""
+        store: Any = self._store
+        if ("jobs", id) not in store.quarantine:
+            return False
+        return bool(store.cancel_unreadable(id, self._clock.time_ns()))
+
+    def _quarantine(self, row: JobRow, exc: Exception) -> None:
+        """Skip a live job's row that this process cannot load, with a WARNING (once) naming
+        the store, the table and the id; ``unreadable()`` lists it, ``cancel`` removes it."""
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, RecursionError):
+            reason = "a value nested too deeply"
+        self._store.quarantine.add("jobs", row.id, reason)  # type: ignore[attr-defined]
 
     def _drop_ended(self, job: Job, state: str, now: int) -> None:
         """Drop the in-memory ``job``: the store says it ended (``state``, one of
@@ -3065,23 +3176,23 @@ class Scheduler:
     ) -> None:
         job = new_job(self, None, None)  # type: ignore[arg-type]
         try:
-            _durable.apply_row(job, JobRow(**json.loads(job_json)), self._resolve)
-        except (ValueError, KeyError, TypeError) as exc:
-            logger.warning("dead letter %r cannot be loaded here: %s", id, exc)
-            return
-        job._state = JobState.FAILED
-        MemoryStore.put_dead(
-            self._store,
-            id,
-            FailedJob(
+            record = codec.load_json(job_json, "job")
+            if type(record) is not dict:
+                raise ValueError("job is not an object")
+            _durable.apply_row(job, JobRow(**record), self._resolve)
+            job._state = JobState.FAILED
+            letter = FailedJob(
                 job,
                 _durable.parse_error(error) or StoredError("Error", ""),
                 tb,
                 attempts,
                 ns_to_datetime(due, self._tz),
                 ns_to_datetime(at, self._tz),
-            ),
-        )
+            )
+        except Exception as exc:  # (a record is data: whatever is wrong with it, never fatal)
+            self._store.quarantine.add("dead", id, str(exc) or type(exc).__name__)  # type: ignore[attr-defined]
+            return
+        MemoryStore.put_dead(self._store, id, letter)
 
     def _retake(self, keys: list[str]) -> None:
         """Have the next poll take ``keys`` in again from the store's runs, those still queued
@@ -3141,6 +3252,7 @@ class Scheduler:
                     rows, ended = self._settle_first(rows, ended)
                 get = store.get
                 for id, state in ended:
+                    store.quarantine.discard("jobs", id)
                     job = get(id)
                     if job is not None:
                         self._drop_ended(job, state, now)
@@ -3287,9 +3399,10 @@ class Scheduler:
             self._warned_tasks.add(task)
             logger.warning(
                 "job %r is due but its task %r is not registered in this process; it stays "
-                "pending (register the task, or allow its module with import_tasks=)",
+                "pending (register the task, or allow its module with import_tasks=)%s",
                 job._id,
                 task,
+                name_hint(task, self._tasks),
             )
 
     def _lacks(self, executor: str | None) -> bool:
@@ -3989,6 +4102,25 @@ class Scheduler:
         with self._lock:
             return self._store.runs(job_id, state, limit)  # type: ignore[attr-defined, no-any-return]
 
+    def unreadable(self) -> list[UnreadableRow]:
+        """The stored rows this process could not read, and skipped (quarantined).
+
+        A row is data that anyone who can write the database may have changed. One that is not
+        what duetime writes (a wrong type, broken JSON, a value nested too deeply, a task this
+        process may not import) is skipped with one WARNING naming the store, the table and the
+        id, instead of stopping the process; every other job runs. ``cancel(id)`` ends an
+        unreadable job. A MemoryStore holds no rows: always empty there.
+
+        Returns:
+            The quarantined rows (``UnreadableRow``: table, id, reason), by table and id.
+        """
+        if not self._durable:
+            return []
+        with self._lock:
+            self._sync_locked(full=False)
+            self._sync_dead()
+            return self._store.quarantine.rows()  # type: ignore[attr-defined, no-any-return]
+
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Make the changes inside the block one transaction of a durable store: scheduling
@@ -4522,12 +4654,8 @@ class Scheduler:
                 if self._shutdown and self._durable:
                     self._close_store_locked()
 
-    def _close_store_locked(self) -> None:
-        """Close the durable store at the end of the scheduler's life (lock held), once the
-        outcomes still waiting are written: the outbox's, and those a lost connection kept
-        from the store (owed, and until now written at the next poll, which will not come).
-        One that still cannot be written is logged: its run is taken over when its lease runs
-        out, and runs again."""
+    def _pay_all_owed(self) -> None:
+        """Write every outcome still waiting, once, before the store closes (lock held)."""
         if self._owed or self._outbox:
             # (One attempt, the owed ones first, the older; what fails is logged. The jobs a
             # change elsewhere met while their outcome was owed are read back, as at a poll:
@@ -4536,7 +4664,45 @@ class Scheduler:
             self._outbox = []
             self._pay_owed(final=True)
             self._owed = []
+
+    def _at_exit(self) -> None:
+        """At interpreter exit, a durable scheduler never shut down: write the outcomes of the
+        runs that finished, and say which runs, still going, will run again once their lease
+        runs out (their threads end with the interpreter). Claims no more work."""
+        if not self._lock.acquire(timeout=_EXIT_LOCK_WAIT):
+            logger.warning(
+                "the interpreter exits without Scheduler.shutdown(), and the scheduler was "
+                "busy: finished runs whose outcome is not written run again after their lease"
+            )
+            return
+        try:
+            if self._shutdown or not self._store.is_open:  # type: ignore[attr-defined]
+                return
+            self._shutdown = True
+            self._cond.notify_all()
+            self._pay_all_owed()
+            going = self._store.held_keys()  # type: ignore[attr-defined]
+            if going:
+                logger.warning(
+                    "the interpreter exits without Scheduler.shutdown() while %d run(s) go on "
+                    "(%s): they run again once their lease runs out; call shutdown() to let "
+                    "them finish",
+                    len(going),
+                    ", ".join(going[:10]) + (", ..." if len(going) > 10 else ""),
+                )
+            self._close_store_locked()
+        finally:
+            self._lock.release()
+
+    def _close_store_locked(self) -> None:
+        """Close the durable store at the end of the scheduler's life (lock held), once the
+        outcomes still waiting are written: the outbox's, and those a lost connection kept
+        from the store (owed, and until now written at the next poll, which will not come).
+        One that still cannot be written is logged: its run is taken over when its lease runs
+        out, and runs again."""
+        self._pay_all_owed()
         self._store.close()  # type: ignore[attr-defined]
+        atexit.unregister(self._exit_hook)
 
     def wait_idle(self, timeout: float | timedelta | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).

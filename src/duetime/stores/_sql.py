@@ -35,8 +35,15 @@ from duetime._validate import NS_PER_SECOND, duration_ns, ns_to_datetime
 from duetime.errors import ConflictingIdError, StoreError
 from duetime.job import fire_key_at
 from duetime.stores.base import SOLO_SKIP, ClaimAnswer, ClaimAsk, QueuedRun, SettleAsk
+from duetime.stores.codec import load_json
 from duetime.stores.memory import MemoryStore
-from duetime.stores.records import ENDED_STATES, JobRow, RunRecord
+from duetime.stores.records import (
+    ENDED_STATES,
+    LEASE_MOST_NS,
+    JobRow,
+    Quarantine,
+    RunRecord,
+)
 
 __all__ = ["SQLStore"]
 
@@ -48,6 +55,11 @@ _PREFIX_MARK = re.compile(r"(')?\{p\}")
 # The runs that wait to be taken in: the fires enqueued and the retries pending (a failed run
 # keeps its retry's due time in lease_until).
 QUEUED_WHERE = "(state = 'queued' OR (state = 'failed' AND lease_until IS NOT NULL))"
+# A running run whose lease has run out, with two parameters: now, and now + LEASE_MOST_NS. A
+# lease that ends beyond the longest a process takes, or holds no time (NULL; on SQLite, text:
+# which compares above every number), was never taken by a live process: a forged or broken
+# record would otherwise keep its job from running ever again.
+LAPSED = "(lease_until IS NULL OR NOT (lease_until > ? AND lease_until <= ?))"
 # Those runs, oldest first.
 _QUEUED = (
     "SELECT key, job_id, due, attempt, lease_until FROM {p}runs WHERE "
@@ -327,6 +339,28 @@ def _dt(ns: int | None) -> Any:
     return None if ns is None else ns_to_datetime(ns, _UTC)
 
 
+def _ns_ok(value: object) -> bool:
+    """Whether ``value`` is a time as a store writes one (64-bit integer nanoseconds)."""
+    return type(value) is int and -(2**63) <= value < 2**63
+
+
+def _run_ok(key: object, job_id: object, due: object, attempt: object, worker: object) -> bool:
+    """Whether a run record's common values are of the types duetime writes."""
+    return (
+        isinstance(key, str)
+        and isinstance(job_id, str)
+        and _ns_ok(due)
+        and type(attempt) is int
+        and (worker is None or isinstance(worker, str))
+    )
+
+
+def _values(*values: object) -> str:
+    """Values read from a record, shortened, for a message."""
+    text = repr(values)
+    return text if len(text) <= 200 else f"{text[:197]}..."
+
+
 class SQLStore(MemoryStore):
     """The durable side of a store on a SQL database (``SQLiteStore``, ``PostgresStore``).
 
@@ -347,6 +381,7 @@ class SQLStore(MemoryStore):
         "_pending",
         "_pending_now",
         "_prefix",
+        "_quarantine",
         "_spoilt",
         "_sql",
         "_touched",
@@ -381,6 +416,19 @@ class SQLStore(MemoryStore):
         # whose commit was lost with the connection may have been recorded for this worker
         # without its knowing; renewing it would keep it from ever being taken over.)
         self._held: set[str] = set()
+        self._quarantine: Quarantine | None = None
+
+    @property
+    def quarantine(self) -> Quarantine:
+        """The rows of this store that this process could not read (``UnreadableRow``)."""
+        if self._quarantine is None:
+            self._quarantine = Quarantine(self._where)
+        return self._quarantine
+
+    @property
+    def where(self) -> str:
+        """How messages name this store (its file, or its server and schema)."""
+        return self._where
 
     # -- what a dialect supplies ------------------------------------------------------------------
 
@@ -443,6 +491,38 @@ class SQLStore(MemoryStore):
             "reading a job", self._q(f"SELECT {READ_COLUMNS} FROM {{p}}jobs WHERE id = ?"), (id,)
         )
         return read_row(rows[0]) if rows else None
+
+    def cancel_unreadable(self, id: str, now: int) -> bool:
+        """End job ``id``, whose row this process cannot read, as cancelled: only its state,
+        change counter and time are written (nothing else of it can be trusted), and its
+        queued runs are recorded lost. Whether it was live."""
+        raw = self.quarantine.raw_id("jobs", id)
+        with self._tx("cancelling an unreadable job") as db:
+            rev = self._rev(db)
+            # (A NULL id, which SQLite's text key allows, is matched as one; the row keeps it.)
+            cur = db.execute(
+                self._q(
+                    "UPDATE {p}jobs SET state = 'cancelled', rev = ?, updated = ?, "
+                    "next_base = NULL, next_due = NULL, sides = NULL "
+                    f"WHERE {'id IS NULL' if raw is None else 'id = ?'} "
+                    "AND state NOT IN (?, ?, ?)"
+                ),
+                (rev, now, *(() if raw is None else (raw,)), *ENDED_STATES),
+            )
+            done = bool(cur.rowcount == 1)
+            if done:
+                db.execute(
+                    self._q(
+                        "UPDATE {p}runs SET state = 'lost', finished = ? WHERE job_id = ? "
+                        "AND state = 'queued'"
+                    ),
+                    (now, id),
+                )
+                self._changed(db)
+        if done:
+            self._mine[id] = rev
+        self.quarantine.discard("jobs", id)
+        return done
 
     def _wrote(self, rows: Sequence[JobRow], rev: int) -> None:
         for row in rows:
@@ -830,14 +910,28 @@ class SQLStore(MemoryStore):
                 self._q(
                     "UPDATE {p}runs SET worker = ?, attempt = ?, lease_until = ?, started = ? "
                     f"WHERE key = ? AND state = 'running' AND {self._SAME_WORKER} "
-                    "AND attempt = ? AND lease_until <= ?"
+                    f"AND attempt = ? AND {LAPSED}"
                 ),
-                (self.worker, attempt + 1, now + lease_ns, now, key, old_worker, attempt, now),
+                (
+                    self.worker,
+                    attempt + 1,
+                    now + lease_ns,
+                    now,
+                    key,
+                    old_worker,
+                    attempt,
+                    now,
+                    now + LEASE_MOST_NS,
+                ),
             )
             won = bool(cur.rowcount == 1)
         if won:
             self._held.add(key)
         return won
+
+    def held_keys(self) -> list[str]:
+        """The fire keys of the runs this process holds a lease on, sorted."""
+        return sorted(self._held)
 
     def release(self, runs: Sequence[tuple[str, int]]) -> None:
         """Give back runs ``(key, attempt)`` this process holds and will not finish (work
@@ -953,27 +1047,48 @@ class SQLStore(MemoryStore):
                 )
 
     def expired(self, now: int) -> list[tuple[str, str, int, int, str | None]]:
-        """Runs whose lease ran out: ``(key, job id, due, attempt, worker)``, oldest first."""
-        return [
-            tuple(r)
-            for r in self._read(
-                "looking for lost runs",
-                self._q(
-                    "SELECT key, job_id, due, attempt, worker FROM {p}runs "
-                    "WHERE state = 'running' AND lease_until <= ? ORDER BY due LIMIT 1000"
-                ),
-                (now,),
-            )
-        ]
+        """Runs whose lease ran out: ``(key, job id, due, attempt, worker)``, oldest first. A
+        lease beyond the longest a process takes, or unreadable, counts as run out (WARNING);
+        a record that cannot be read is quarantined."""
+        found = []
+        most = now + LEASE_MOST_NS
+        for key, job_id, due, attempt, worker, until in self._read(
+            "looking for lost runs",
+            self._q(
+                "SELECT key, job_id, due, attempt, worker, lease_until FROM {p}runs "
+                f"WHERE state = 'running' AND {LAPSED} ORDER BY due LIMIT 1000"
+            ),
+            (now, most),
+        ):
+            if not _run_ok(key, job_id, due, attempt, worker):
+                self.quarantine.add(
+                    "runs",
+                    key,
+                    "a running record of wrong values "
+                    + _values(key, job_id, due, attempt, worker),
+                )
+                continue
+            if type(until) is not int or until > most:
+                logger.warning(
+                    "run %s of job %r holds a lease until %r, beyond any a process takes (a "
+                    "year) or not a time (store %s): counted as run out, and taken over",
+                    key,
+                    job_id,
+                    until,
+                    self._where,
+                )
+            found.append((key, job_id, due, attempt, worker))
+        return found
 
     def next_lease_end(self, now: int) -> int | None:
         """``DurableStore.next_lease_end``."""
         found = self._read(
             "looking for leases",
             self._q(
-                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' AND lease_until > ?"
+                "SELECT min(lease_until) FROM {p}runs WHERE state = 'running' AND lease_until > ? "
+                "AND lease_until <= ?"
             ),
-            (now,),
+            (now, now + LEASE_MOST_NS),
         )
         end: int | None = found[0][0]
         return end
@@ -995,10 +1110,19 @@ class SQLStore(MemoryStore):
         """``queued_runs``'s answer from the queued runs read."""
         # Forget the keys no longer queued (taken by this process or another): the set stays
         # as small as the queue instead of growing with every fire ever backfilled.
+        rows = [row for row in rows if self._queued_ok(row)]
         self._known_queued &= {_queued_id(row) for row in rows}
         found = [row for row in rows if _queued_id(row) not in self._known_queued]
         self._known_queued.update(_queued_id(row) for row in found)
         return [(k, j, d, a, r) for k, j, d, a, r in found]
+
+    def _queued_ok(self, row: Sequence[Any]) -> bool:
+        """Whether a queued run's record is of the types duetime writes (else quarantined)."""
+        key, job_id, due, attempt, retry = row
+        if _run_ok(key, job_id, due, attempt, None) and (retry is None or _ns_ok(retry)):
+            return True
+        self.quarantine.add("runs", key, f"a queued record of wrong values {_values(*row)}")
+        return False
 
     def knows_queued(self, rows: Sequence[Sequence[Any]]) -> bool:
         """Whether this process has taken in every one of ``rows`` (``queued_runs``'s)."""
@@ -1092,10 +1216,21 @@ class SQLStore(MemoryStore):
         )
         params.append(limit)
         read = self._read if self.is_open else self._read_closed
-        return [
-            RunRecord(k, j, _dt(d), _dt(s), _dt(f), st, a, w, e)
-            for k, j, d, s, f, st, a, w, e in read("listing runs", self._q(sql), params)
-        ]
+        found = []
+        for k, j, d, s, f, st, a, w, e in read("listing runs", self._q(sql), params):
+            if not (
+                _run_ok(k, j, d, a, w)
+                and (s is None or _ns_ok(s))
+                and (f is None or _ns_ok(f))
+                and isinstance(st, str)
+                and (e is None or isinstance(e, str))
+            ):
+                self.quarantine.add(
+                    "runs", k, f"a record of wrong values {_values(k, j, d, s, f, st, a, w, e)}"
+                )
+                continue
+            found.append(RunRecord(k, j, _dt(d), _dt(s), _dt(f), st, a, w, e))
+        return found
 
     def purge(self, now: int) -> int:
         """Delete finished runs and ended jobs' rows older than ``retention``. Returns how many
@@ -1161,8 +1296,9 @@ class SQLStore(MemoryStore):
             "reading the workers", self._q("SELECT tasks FROM {p}workers WHERE until > ?"), (now,)
         )
         for (text,) in rows:
+            # (A record is data: one of another shape names no task, and is passed over.)
             with contextlib.suppress(ValueError, TypeError, AttributeError):
-                found = json.loads(text)
+                found = load_json(text, "tasks")
                 names.update(str(n) for n in found.get("names", ()))
                 prefixes.update(str(p) for p in found.get("prefixes", ()))
         return names, prefixes
@@ -1186,17 +1322,32 @@ class SQLStore(MemoryStore):
             )
 
     def load_dead(self) -> list[tuple[str, str, str, str, int, int, int]]:
-        """Every dead letter: ``(id, job JSON, error, traceback, attempts, due, failed_at)``."""
-        return [
-            tuple(r)
-            for r in self._read(
-                "loading dead letters",
-                self._q(
-                    "SELECT id, job, error, traceback, attempts, due, failed_at FROM {p}dead "
-                    "ORDER BY failed_at"
-                ),
-            )
-        ]
+        """Every dead letter: ``(id, job JSON, error, traceback, attempts, due, failed_at)``;
+        one of wrong types is quarantined."""
+        found = []
+        for r in self._read(
+            "loading dead letters",
+            self._q(
+                "SELECT id, job, error, traceback, attempts, due, failed_at FROM {p}dead "
+                "ORDER BY failed_at"
+            ),
+        ):
+            id, job, error, tb, attempts, due, failed_at = r
+            if (
+                isinstance(id, str)
+                and all(isinstance(v, str) for v in (job, error, tb))
+                and type(attempts) is int
+                and _ns_ok(due)
+                and _ns_ok(failed_at)
+            ):
+                found.append((id, job, error, tb, attempts, due, failed_at))
+            else:
+                self.quarantine.add(
+                    "dead",
+                    id,
+                    f"a dead letter of wrong values {_values(id, attempts, due, failed_at)}",
+                )
+        return found
 
     def take_dead(self, id: str) -> Any | None:
         """Remove and return a dead letter (from the store, then memory), or None. A store

@@ -41,6 +41,7 @@ __all__ = [
     "dumps_args",
     "encode_retry",
     "encode_trigger",
+    "load_json",
     "load_trigger",
     "loads_args",
     "resolve_task",
@@ -53,7 +54,16 @@ _TAGS = ("$datetime", "$zoned", "$date", "$decimal", "$uuid", "$dict")
 # -- arguments -----------------------------------------------------------------------------------
 
 
-def _encode(value: Any, where: str) -> Any:
+#: How deeply a job's arguments may nest (lists and dicts in one another), and how long their
+#: JSON may be (characters). Bounded both ways: ``schedule()`` refuses more, and a stored row
+#: holding more is unreadable (quarantined), so no row can exhaust a reader's stack or memory.
+ARGS_DEPTH_MOST = 100
+ARGS_CHARS_MOST = 16 * 1024 * 1024
+#: The longest stored trigger, retry policy, options or side record (characters).
+RECORD_CHARS_MOST = 1024 * 1024
+
+
+def _encode(value: Any, where: str, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -81,8 +91,10 @@ def _encode(value: Any, where: str) -> Any:
         return {"$decimal": str(value)}
     if isinstance(value, UUID):
         return {"$uuid": str(value)}
+    if isinstance(value, (list, tuple, dict)) and depth >= ARGS_DEPTH_MOST:
+        raise RecursionError  # (dumps_args says so, with the arguments)
     if isinstance(value, (list, tuple)):
-        return [_encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
@@ -90,7 +102,7 @@ def _encode(value: Any, where: str) -> Any:
                 raise InvalidArgument(
                     f"{where} cannot be stored: dict key {k!r} is not a str (JSON object keys are)"
                 )
-            out[k] = _encode(v, f"{where}[{k!r}]")
+            out[k] = _encode(v, f"{where}[{k!r}]", depth + 1)
         # A user's dict that looks like a tag is wrapped, so it comes back as a dict.
         if len(out) == 1 and next(iter(out)) in _TAGS:
             return {"$dict": out}
@@ -102,31 +114,44 @@ def _encode(value: Any, where: str) -> Any:
     )
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, depth: int = 0) -> Any:
+    """A stored argument back as it went in. Every shape is checked: a row is data someone
+    may have written by hand, and a wrong one raises ValueError (the row is unreadable)."""
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        if depth >= ARGS_DEPTH_MOST:
+            raise ValueError(f"arguments nested more than {ARGS_DEPTH_MOST} deep")
+        return [_decode(v, depth + 1) for v in value]
     if isinstance(value, dict):
+        if depth >= ARGS_DEPTH_MOST:
+            raise ValueError(f"arguments nested more than {ARGS_DEPTH_MOST} deep")
         if len(value) == 1:
             ((tag, inner),) = value.items()
-            if tag == "$datetime":
-                return datetime.fromisoformat(inner)
-            if (
-                tag == "$zoned"
-                and type(inner) is list
-                and len(inner) == 2
-                and all(type(v) is str for v in inner)
-            ):
-                return _zoned(*inner)
-            if tag == "$date":
-                return date.fromisoformat(inner)
-            if tag == "$decimal":
-                return Decimal(inner)
-            if tag == "$uuid":
-                return UUID(inner)
-            if tag == "$dict":
-                return {k: _decode(v) for k, v in inner.items()}
-        return {k: _decode(v) for k, v in value.items()}
+            if tag in _TAGS:
+                return _untag(tag, inner, depth)
+        return {k: _decode(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def _untag(tag: str, inner: Any, depth: int) -> Any:
+    """The value a tagged record (``{"$date": "2027-01-01"}``) stands for."""
+    if tag == "$dict":
+        if type(inner) is not dict:
+            raise ValueError(f"$dict holds {type(inner).__name__}, not an object")
+        return {k: _decode(v, depth + 1) for k, v in inner.items()}
+    if tag == "$zoned":
+        if type(inner) is list and len(inner) == 2 and all(type(v) is str for v in inner):
+            return _zoned(*inner)
+        # (A user's dict of that one key, stored before the tag existed: a dict.)
+        return {tag: _decode(inner, depth + 1)}
+    if type(inner) is not str:
+        raise ValueError(f"{tag} holds {type(inner).__name__}, not a string")
+    if tag == "$datetime":
+        return datetime.fromisoformat(inner)
+    if tag == "$date":
+        return date.fromisoformat(inner)
+    if tag == "$decimal":
+        return Decimal(inner)  # (InvalidOperation is a ValueError... of ArithmeticError's)
+    return UUID(inner)
 
 
 def _zoned(iso: str, key: str) -> datetime:
@@ -157,24 +182,64 @@ def dumps_args(args: tuple[Any, ...] | list[Any], kwargs: Mapping[str, Any] | No
         return _NO_ARGS
     try:
         doc = {
-            "args": [_encode(v, f"args[{i}]") for i, v in enumerate(args)],
-            "kwargs": {k: _encode(v, f"kwargs[{k!r}]") for k, v in (kwargs or {}).items()},
+            "args": [_encode(v, f"args[{i}]", 1) for i, v in enumerate(args)],
+            "kwargs": {k: _encode(v, f"kwargs[{k!r}]", 1) for k, v in (kwargs or {}).items()},
         }
-        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     except RecursionError:
-        # (A list or dict that contains itself, or nesting deeper than Python's stack.)
+        # (A list or dict that contains itself, or nesting deeper than ARGS_DEPTH_MOST.)
         raise InvalidArgument(
             "args and kwargs cannot be stored: a value contains itself, or is nested too "
-            f"deeply for JSON, got args={reprlib.repr(args)} kwargs={reprlib.repr(kwargs)}"
+            f"deeply for JSON (more than {ARGS_DEPTH_MOST} levels), got "
+            f"args={reprlib.repr(args)} kwargs={reprlib.repr(kwargs)}"
         ) from None
+    if len(text) > ARGS_CHARS_MOST:
+        raise InvalidArgument(
+            f"args and kwargs cannot be stored: their JSON is {len(text)} characters long, "
+            f"more than {ARGS_CHARS_MOST} (pass an id and load the data in the job)"
+        )
+    return text
 
 
 def loads_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The inverse of ``dumps_args``: ``(args, kwargs)``."""
+    """The inverse of ``dumps_args``: ``(args, kwargs)``.
+
+    Raises:
+        ValueError: ``text`` is not what ``dumps_args`` writes (the message says what is
+            wrong): a stored row is read as data that anyone may have written.
+    """
     if text == _NO_ARGS:  # (most jobs: a fresh empty dict each, as a caller may fill it)
         return (), {}
-    doc = json.loads(text)
-    return tuple(_decode(v) for v in doc["args"]), {k: _decode(v) for k, v in doc["kwargs"].items()}
+    doc = load_json(text, "args", ARGS_CHARS_MOST)
+    if type(doc) is not dict or set(doc) != {"args", "kwargs"}:
+        raise ValueError("args is not an object of 'args' and 'kwargs'")
+    args, kwargs = doc["args"], doc["kwargs"]
+    if type(args) is not list or type(kwargs) is not dict:
+        raise ValueError("args holds args that are not a list, or kwargs not an object")
+    try:
+        return tuple(_decode(v, 1) for v in args), {k: _decode(v, 1) for k, v in kwargs.items()}
+    except ArithmeticError as exc:  # (a Decimal that is not a number)
+        raise ValueError(f"args holds a bad value: {exc!r}") from None
+
+
+def load_json(text: Any, what: str, most: int = RECORD_CHARS_MOST) -> Any:
+    """A stored JSON text as values, bounded: at most ``most`` characters, nested no deeper
+    than the parser's stack allows (deeper is refused, not a crash).
+
+    Raises:
+        ValueError: ``text`` is not a string, is longer, nested too deeply, or not JSON;
+            the message names ``what``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"{what} is {type(text).__name__}, not JSON text")
+    if len(text) > most:
+        raise ValueError(f"{what} is {len(text)} characters long, more than {most}")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not JSON: {exc}") from None
 
 
 # -- functions -----------------------------------------------------------------------------------
@@ -221,6 +286,29 @@ def _lookup(module: str, qualname: str, *, load: bool = True) -> Any:
     return obj
 
 
+def _defined_at(module: str, qualname: str, *, load: bool = True) -> Any:
+    """The object defined as ``module:qualname``, or None.
+
+    Walking ``qualname`` with ``getattr`` reaches whatever the module imported
+    (``myapp.tasks:os.system``), and a class's attributes (``Task.__init__.__globals__``): a
+    stored name therefore resolves only to an object whose own ``__module__`` and
+    ``__qualname__`` are the ones stored, that is, one *defined* there. Dunder parts are
+    refused before any ``getattr``, so no special attribute is walked on a row's word.
+    """
+    parts = qualname.split(".")
+    if not module or any(not p.isidentifier() or p.startswith("__") for p in parts):
+        return None
+    if not all(p.isidentifier() for p in module.split(".")):
+        return None
+    found = _lookup(module, qualname, load=load)
+    if (
+        getattr(found, "__module__", None) != module
+        or getattr(found, "__qualname__", None) != qualname
+    ):
+        return None
+    return found
+
+
 def under_prefixes(module: str, prefixes: Iterable[str]) -> bool:
     """Whether ``module`` is one of ``prefixes`` or inside one (``import_tasks=``)."""
     return any(module == p or module.startswith(p + ".") for p in prefixes)
@@ -235,9 +323,10 @@ def resolve_task(
     not run it.
 
     A registered name resolves to its function. A ``"module:qualname"`` resolves only if this
-    process registered that very function, or its module is under one of ``import_prefixes``:
-    a row in a database is never reason enough to import and run code (anyone who can write
-    the database could otherwise run ``os:system``).
+    process registered that very function, or its module is under one of ``import_prefixes``
+    and the callable is *defined* there (``_defined_at``): a row in a database is never reason
+    enough to import and run code (anyone who can write the database could otherwise run
+    ``os:system``, or ``myapp.tasks:os.system`` through an allowed module's imports).
     """
     func = tasks.get(reference)
     if func is not None:
@@ -252,7 +341,7 @@ def resolve_task(
         ):
             return registered
     if under_prefixes(module, import_prefixes):
-        found = _lookup(module, qualname)
+        found = _defined_at(module, qualname)
         if callable(found):
             return found  # type: ignore[no-any-return]
     return None
@@ -472,7 +561,7 @@ def _exception_classes(names: list[str]) -> tuple[type[BaseException], ...]:
     found = []
     for name in names:
         module, _, qualname = name.partition(":")
-        cls = _lookup(module, qualname, load=False)
+        cls = _defined_at(module, qualname, load=False)
         if not (isinstance(cls, type) and issubclass(cls, BaseException)):
             raise InvalidArgument(
                 f"record names {name!r}, which is not an exception class of a module this "

@@ -370,6 +370,8 @@ def _check_dsn(dsn: str) -> None:
     except ImportError:  # pragma: no cover - the extra is installed wherever tests run
         return
     try:
+        if "\x00" in dsn:
+            raise ValueError("it contains a NUL character")
         params = conninfo.conninfo_to_dict(dsn)
         # (libpq parses the port only when it connects: "abc" would read as a server down.)
         port = str(params.get("port") or "")

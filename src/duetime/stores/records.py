@@ -8,10 +8,28 @@ become these).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["DEFINITION", "ENDED_STATES", "RUN_STATES", "Changes", "JobRow", "RunRecord"]
+__all__ = [
+    "DEFINITION",
+    "ENDED_STATES",
+    "LEASE_MOST_NS",
+    "RUN_STATES",
+    "Changes",
+    "JobRow",
+    "Quarantine",
+    "RunRecord",
+    "UnreadableRow",
+]
+
+logger = logging.getLogger("duetime")
+
+#: The longest lease a process takes (``Scheduler(lease=)`` refuses more): a year, in
+#: nanoseconds. A stored lease ending later than this from now was never taken by a process
+#: (a forged or broken record), and counts as run out.
+LEASE_MOST_NS = 366 * 86_400 * 1_000_000_000
 
 #: A job in one of these states is no longer live (its row is kept for ``retention``).
 ENDED_STATES = ("completed", "cancelled", "failed")
@@ -113,3 +131,71 @@ class RunRecord:
     attempt: int
     worker: str | None
     error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableRow:
+    """A stored row this process cannot read, and so skips (``Scheduler.unreadable()``).
+
+    A row is data that anyone who can write the database may have changed: one that is not
+    what duetime writes (a wrong type, JSON that is not, a value nested too deeply) is
+    quarantined instead of stopping the process. ``cancel`` removes an unreadable job.
+
+    Attributes:
+        table: The table it is in: ``"jobs"``, ``"runs"`` or ``"dead"`` (dead letters).
+        id: The job's id, the run's fire key, or the dead letter's id.
+        reason: What is wrong with it.
+    """
+
+    table: str
+    id: str
+    reason: str
+
+
+class Quarantine:
+    """The rows of one store that this process could not read: each reported once, with a
+    WARNING naming the store, the table and the id, and kept for ``Scheduler.unreadable()``.
+    Not locked: its owner (a store, under its Scheduler's lock) serializes the calls."""
+
+    __slots__ = ("_raw", "_rows", "where")
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._rows: dict[tuple[str, str], UnreadableRow] = {}
+        # The ids as read, where they are not text (a NULL id, on SQLite): by the text shown.
+        self._raw: dict[tuple[str, str], object] = {}
+
+    def add(self, table: str, id: object, reason: str) -> None:
+        """Record that row ``id`` of ``table`` cannot be read, for ``reason``; logged once (and
+        again if the reason changes: someone wrote the row again)."""
+        key = (table, id if isinstance(id, str) else repr(id))
+        if (found := self._rows.get(key)) is not None and found.reason == reason:
+            return
+        self._rows[key] = UnreadableRow(table, key[1], reason)
+        if not isinstance(id, str):
+            self._raw[key] = id
+        what = {"jobs": "job", "runs": "run", "dead": "dead letter"}.get(table, "row")
+        logger.warning(
+            "%s %r in the store cannot be loaded here, and is skipped (store %s, table %s): %s",
+            what,
+            key[1],
+            self.where,
+            table,
+            reason,
+        )
+
+    def discard(self, table: str, id: str) -> None:
+        """Row ``id`` of ``table`` was read, or removed: no longer quarantined."""
+        self._rows.pop((table, id), None)
+        self._raw.pop((table, id), None)
+
+    def raw_id(self, table: str, id: str) -> object:
+        """The id of row ``id`` as read from the store (not text: a NULL), else ``id``."""
+        return self._raw.get((table, id), id)
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._rows
+
+    def rows(self) -> list[UnreadableRow]:
+        """The quarantined rows, by table and id."""
+        return sorted(self._rows.values(), key=lambda r: (r.table, r.id))
