@@ -176,7 +176,12 @@ def test_the_worker_runs_what_another_process_schedules(
 
 @pytest.mark.parametrize(
     ("executor", "signum"),
-    [("thread", signal.SIGTERM), ("thread", signal.SIGINT), ("process", signal.SIGTERM)],
+    [
+        ("thread", signal.SIGTERM),
+        ("thread", signal.SIGINT),
+        ("process", signal.SIGTERM),
+        ("inline", signal.SIGINT),
+    ],
 )
 def test_a_signal_lets_the_run_going_on_finish_and_exits_0(
     store: str,
