@@ -9,6 +9,7 @@ a job that must be running while the test signals the worker waits for a file th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -123,9 +124,10 @@ def spawn(folder: Path) -> Iterator[Callable[..., Worker]]:
 
     yield start
     for w in started:
-        if w.proc.poll() is None:
+        # (The group, even if the worker has exited: a pool process it left behind goes too.)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(w.proc.pid, signal.SIGKILL)
-            w.proc.wait(timeout=WAIT)
+        w.proc.wait(timeout=WAIT)
 
 
 def schedule(store: str, task: str, *args: str, id: str) -> str:
@@ -138,6 +140,18 @@ def schedule(store: str, task: str, *args: str, id: str) -> str:
     finally:
         s.shutdown()
     return f"{id}@{now.isoformat()}"
+
+
+def alive(group: int) -> bool:
+    """Whether a process of the process group ``group`` is still running (not a zombie)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    states = subprocess.run(
+        ["ps", "-o", "stat=", "-g", str(group)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    return any(not s.startswith("Z") for s in states)
 
 
 def run_of(store: str, key: str) -> RunRecord | None:
@@ -213,18 +227,29 @@ def test_a_signal_lets_the_run_going_on_finish_and_exits_0(
     assert [ln.split()[1] for ln in out.splitlines() if ln.startswith("hold-1@")] == ["succeeded"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize(
+    ("executor", "signum"),
+    [("thread", signal.SIGTERM), ("thread", signal.SIGINT), ("process", signal.SIGTERM)],
+)
 def test_a_second_signal_exits_at_once(
-    store: str, folder: Path, spawn: Callable[..., Worker], signum: signal.Signals
+    store: str,
+    folder: Path,
+    spawn: Callable[..., Worker],
+    executor: str,
+    signum: signal.Signals,
 ) -> None:
     key = schedule(store, "wtasks:hold", str(folder), id="hold-2")
-    w = spawn("--store", store, "--tasks", "wtasks")
+    w = spawn("--store", store, "--tasks", "wtasks", "--executor", executor)
     conftest.until((folder / "started").exists, WAIT, "the job started", EVERY, explain=w.stderr)
     w.proc.send_signal(signal.SIGTERM)
     w.wait_for("stopping (SIGTERM)")
     w.proc.send_signal(signum)
     assert w.exit_status() == 128 + signum
     assert "second signal" in w.stderr()
+    # Nothing of it is left: a process pool's processes went with it.
+    conftest.until(
+        lambda: not alive(w.proc.pid), WAIT, "its process group to be gone", EVERY, w.stderr
+    )
     assert not (folder / "finished").exists()
     record = run_of(store, key)
     # Left to its lease: another worker takes it over when the lease runs out.
