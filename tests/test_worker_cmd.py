@@ -303,7 +303,7 @@ def test_a_bad_store_url_exits_2_with_one_line(
     [
         ("no_such_module", "does not import: ModuleNotFoundError: No module named"),
         ("broken", "does not import: RuntimeError: no database configured"),
-        ("notasks", "declares no task (decorate its task functions with @duetime.task)"),
+        ("notasks", "declares no task (decorate its task functions with @duetime.task;"),
     ],
 )
 def test_a_bad_tasks_module_exits_2_with_one_line(

@@ -80,7 +80,7 @@ def load_tasks(modules: Sequence[str]) -> dict[str, Callable[..., Any]]:
         if not found:
             raise WorkerUsage(
                 f"--tasks {module}: the module declares no task (decorate its task functions "
-                f"with @duetime.task)"
+                f"with @duetime.task; a package's modules count once it imports them)"
             )
         tasks.update(found)
     return tasks
