@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -100,6 +99,10 @@ def make_executor(kind: str, max_concurrent: int | None) -> Executor | str | Non
     if kind == "inline":
         return "inline"
     if kind == "process":
+        # (Imported here: 10 ms that every other command of the command line would pay.)
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         # (spawn, not fork: this process runs threads, which fork would copy mid-stride.)
         return ProcessPoolExecutor(
             max_concurrent,
@@ -212,7 +215,8 @@ def run(
             worker,
             signal.Signals(signum).name,
         )
-        for child in multiprocessing.active_children():
+        pools = sys.modules.get("multiprocessing")  # (imported for a process pool only)
+        for child in pools.active_children() if pools is not None else ():
             child.kill()  # (a process pool's: its jobs stop too, as the threads' do)
         logging.shutdown()
         os._exit(128 + signum)
