@@ -169,7 +169,10 @@ def test_the_worker_runs_what_another_process_schedules(
     w = spawn("--store", store, "--tasks", "wtasks")
     w.wait_for("started: store")
     key = schedule(store, "touch", str(folder / "touched"), id="touch-1")
+    # (A process that passes the function itself stores it as module:qualname: the same task.)
+    schedule(store, "wtasks:touch", str(folder / "touched-too"), id="touch-2")
     conftest.until((folder / "touched").exists, WAIT, "the job ran", EVERY, explain=w.stderr)
+    conftest.until((folder / "touched-too").exists, WAIT, "the 2nd ran", EVERY, w.stderr)
     conftest.until(
         lambda: (r := run_of(store, key)) is not None and r.state == "succeeded",
         WAIT,
