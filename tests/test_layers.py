@@ -127,3 +127,7 @@ def test_the_modules_form_a_one_way_stack() -> None:
     assert "duetime.scheduler" not in graph["duetime.job"]
     assert graph["duetime.policy"] <= {"duetime.job", "duetime.recurrence", "duetime.retry"}
     assert graph["duetime.core"] == set()
+    # The worker command sits above the facade, reached only from the command line; the
+    # @duetime.task declarations under everything (a tasks module imports nothing else).
+    assert [m for m in sorted(graph) if "duetime._worker" in graph[m]] == ["duetime.__main__"]
+    assert graph["duetime._declared"] <= {"duetime.errors"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+from duetime._declared import task
 from duetime.aio import AsyncScheduler
 from duetime.clock import Clock, FakeClock, SteppableClock, SystemClock
 from duetime.core import EventQueue
@@ -118,4 +119,5 @@ __all__ = [
     "UnreadableRow",
     "Window",
     "current_run",
+    "task",
 ]

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import NoReturn
 
+from duetime import _worker
 from duetime._describe import describe_trigger
 from duetime._durable import MissingTask
 from duetime._validate import lower_scheme, zone
@@ -496,7 +497,57 @@ def _parser() -> _Parser:
         p = sub.add_parser(action, help=text, description=f"{text[0].upper()}{text[1:]}.")
         p.add_argument("id", help="the job's id")
         p.add_argument("--store", required=True, help=store_help)
+    _worker_parser(sub, store_help)
     return parser
+
+
+def _worker_parser(sub: argparse._SubParsersAction[_Parser], store_help: str) -> None:
+    """The ``worker`` subcommand's arguments (docs/worker.md)."""
+    p = sub.add_parser(
+        "worker",
+        help="run the jobs of a store until SIGTERM or SIGINT",
+        description="Run the jobs of a durable store, with the tasks that the named modules "
+        "declare with @duetime.task, until SIGTERM or SIGINT: the first lets the runs going on "
+        "finish and exits 0, a second exits at once (128 + the signal's number).",
+    )
+    p.add_argument("--store", required=True, help=store_help)
+    p.add_argument(
+        "--tasks",
+        action="append",
+        required=True,
+        metavar="MODULE",
+        help="a module whose @duetime.task functions this worker runs (repeat for more)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=_worker.EXECUTORS,
+        default="thread",
+        help="where jobs run: a thread pool (default), a process pool, or inline in the "
+        "runner's thread (one at a time)",
+    )
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        metavar="N",
+        help="most jobs running at once in this process (default: 8 threads; one process per CPU)",
+    )
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=_worker.LOG_LEVELS,
+        default="INFO",
+        help="log records at this level and above go to stderr (default INFO)",
+    )
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    """``python -m duetime worker``: its bad arguments are this command's usage errors."""
+    try:
+        return _worker.run(
+            args.store, args.tasks, args.executor, args.max_concurrent, args.log_level
+        )
+    except _worker.WorkerUsage as exc:
+        raise _Usage(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -528,6 +579,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo()
         if args.command == "cron":
             return cron(args.expr, args.tz, args.n, args.start)
+        if args.command == "worker":
+            return _run_worker(args)
         with _warnings_shown(f"{parser.prog} {args.command}"):
             if args.command == "jobs":
                 return jobs(args.store, args.state)
