@@ -96,7 +96,7 @@ def test_api_jobs_pages_by_keyset_and_filters_by_state(store: Any) -> None:
             after = body["next"]
         assert pages == 3
         assert seen == sorted(seen)
-        assert len(seen) == len(set(seen)) == 125
+        assert len(seen) == len(set(seen)) == 126
         failed = c.get("/api/jobs", params={"state": "failed"}).json()["jobs"]
         assert [j["id"] for j in failed] == ["fails"]
         bad = c.get("/api/jobs", params={"state": "sleeping"})
@@ -431,7 +431,7 @@ def test_metrics_say_what_the_store_holds(store: Any) -> None:
     jobs = {s.labels["state"]: s.value for s in families["duetime_jobs"].samples}
     assert jobs["failed"] == 1
     assert jobs["completed"] == 1
-    assert jobs["scheduled"] == 123
+    assert jobs["scheduled"] == 124
     runs = {s.labels["state"]: s.value for s in families["duetime_runs"].samples}
     assert runs["dead"] == 1
     assert runs["succeeded"] >= 1
@@ -482,7 +482,7 @@ def test_a_store_object_is_read_through_connections_of_its_own(tmp_path: Path) -
     store = SQLiteStore(tmp_path / "o.db")
     fill(store)
     with client(store) as c:
-        assert len(c.get("/api/jobs").json()["jobs"]) == 5
+        assert len(c.get("/api/jobs").json()["jobs"]) == 6
     assert not store.is_open
 
 
@@ -517,6 +517,6 @@ def test_postgres_store_is_read_without_loading_it(
         view.check()
         assert view.prepare()
         assert [j.id for j in view.jobs(limit=2)] == ["daily", "fails"]
-        assert view.job_counts()["scheduled"] == 3
+        assert view.job_counts()["scheduled"] == 4
     finally:
         view.close()

@@ -24,13 +24,15 @@ def boom() -> None:
 
 def fill(store: Any, extra: int = 0) -> None:
     """Schedule a few jobs into ``store`` on a FakeClock that starts now, and run 3 s of them:
-    a cron in Berlin, a FixedRate named ``XSS``, a one-shot across a DST change, a job that
+    two crons in Berlin, a FixedRate named ``XSS``, a one-shot across a DST change, a job that
     dies (a dead letter), one that succeeded; and ``extra`` one-shots ``bulk-0000``...."""
     now = datetime.now(timezone.utc)
     s = Scheduler(clock=FakeClock(start=now), store=store, tz="Europe/Berlin")
     s.register("hello", hello)
     s.register("boom", boom)
     s.schedule("hello", "0 9 * * *", id="daily", name="Daily report")
+    # (From November to March 28, a DST change lies before its next run.)
+    s.schedule("hello", "0 9 29 3 *", id="spring", name="Spring report")
     s.schedule("hello", FixedRate(minutes=5), id="xss", name=XSS)
     s.schedule("hello", datetime(now.year + 2, 3, 29, 9, 0, tzinfo=BERLIN), id="trial")
     s.schedule("boom", timedelta(seconds=1), id="fails", retry=NoRetry())
