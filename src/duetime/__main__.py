@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -507,11 +508,12 @@ def web(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise _Usage(f"--port must be between 0 and 65535, got {args.port}")
     try:
-        from duetime.web._serve import serve
+        # (Imported here, by name: the extra's packages load only for this command.)
+        serve = importlib.import_module("duetime.web._serve").serve
     except ImportError as exc:
         raise _Usage(f'the dashboard needs pip install "duetime[web]" ({exc})') from None
     try:
-        return serve(
+        status: int = serve(
             args.store,
             host=args.host,
             port=args.port,
@@ -520,6 +522,7 @@ def web(args: argparse.Namespace) -> int:
         )
     except InvalidArgument as exc:
         raise _Usage(f"--store: {exc}") from exc
+    return status
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from typing import Any
 
 from duetime._validate import lower_scheme
 from duetime.errors import InvalidArgument, StoreError
-from duetime.stores.postgres import PostgresStore, missing_database
+from duetime.stores.postgres import PostgresStore, _psycopg, missing_database
 from duetime.stores.sqlite import SQLiteStore
 
 __all__ = [
@@ -310,8 +310,6 @@ class StoreView:
             db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
             db.execute(f"PRAGMA busy_timeout = {int(store.busy_timeout * 1000)}")
             return db
-        from duetime.stores.postgres import _psycopg
-
         psycopg = _psycopg()
         return psycopg.connect(
             store.dsn, autocommit=True, connect_timeout=max(1, round(store.connect_timeout))
@@ -320,8 +318,6 @@ class StoreView:
     def _errors(self) -> tuple[type[BaseException], ...]:
         if isinstance(self.store, SQLiteStore):
             return (sqlite3.Error,)
-        from duetime.stores.postgres import _psycopg
-
         return (_psycopg().Error,)
 
     def _read(self, what: str, template: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -359,8 +355,6 @@ class StoreView:
                 ) as db:
                     db.execute(_STATE_INDEX_SQLITE)
                 return True
-            from duetime.stores.postgres import _psycopg
-
             with _psycopg().connect(
                 store.dsn, autocommit=True, connect_timeout=max(1, round(store.connect_timeout))
             ) as conn:

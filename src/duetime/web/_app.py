@@ -8,10 +8,8 @@ import json
 import logging
 import secrets
 import threading
-import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import asdict
-from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode
@@ -30,15 +28,24 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from duetime.clock import real_time_ns
+from duetime.clock import real_monotonic, real_time_ns
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.scheduler import Scheduler
 from duetime.stores._views import JOB_STATES, DeadView, JobView, RunView, StoreView, open_store
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
-from duetime.web import _format
 from duetime.web._chart import runs_chart
+from duetime.web._format import (
+    ago,
+    at_ns,
+    cron_preview,
+    duration,
+    next_run,
+    time_text,
+    trigger_text,
+    utc,
+)
 from duetime.web._metrics import StoreCollector
 
 __all__ = ["DEAD_ACTIONS", "JOB_ACTIONS", "Dashboard"]
@@ -96,7 +103,7 @@ class _Cache:
         self._kept: dict[Hashable, tuple[int, Any]] = {}
 
     def get(self, key: Hashable, read: Callable[[], Any]) -> Any:
-        now = time.monotonic_ns()
+        now = int(real_monotonic() * 1e9)
         with self._lock:
             found = self._kept.get(key)
             if found is not None and found[0] > now:
@@ -104,7 +111,7 @@ class _Cache:
             value = read()  # (under the lock: two pages asking at once make one query)
             if len(self._kept) > 1000:
                 self._kept = {k: v for k, v in self._kept.items() if v[0] > now}
-            self._kept[key] = (time.monotonic_ns() + self.ttl_ns, value)
+            self._kept[key] = (int(real_monotonic() * 1e9) + self.ttl_ns, value)
             return value
 
     def clear(self) -> None:
@@ -318,7 +325,7 @@ class Dashboard:
         return {"jobs": rows, "next": found[-1].id if more else None, "state": state}
 
     def _job_dict(self, job: JobView, last: RunView | None, now: int) -> dict[str, Any]:
-        nxt = _format.next_run(job.next_due, job.trigger, now)
+        nxt = next_run(job.next_due, job.trigger, now)
         try:
             record = json.loads(job.trigger)
         except ValueError:
@@ -327,7 +334,7 @@ class Dashboard:
             "id": job.id,
             "name": job.name,
             "task": job.task,
-            "trigger": _format.trigger_text(job.trigger),
+            "trigger": trigger_text(job.trigger),
             "trigger_record": record,
             "state": job.state,
             "next_run": None if nxt is None else nxt.iso,
@@ -354,10 +361,10 @@ class Dashboard:
             "started": _iso(run.started),
             "finished": _iso(run.finished),
             "lateness_seconds": None if late is None else late / 1e9,
-            "lateness": _format.duration(late),
-            "due_text": _format.time_text(run.due),
-            "started_text": _format.time_text(run.started),
-            "finished_text": _format.time_text(run.finished),
+            "lateness": duration(late),
+            "due_text": time_text(run.due),
+            "started_text": time_text(run.started),
+            "finished_text": time_text(run.finished),
             "error": run.error,
         }
 
@@ -473,7 +480,7 @@ class Dashboard:
             "attempts": dead.attempts,
             "due": _iso(dead.due),
             "failed_at": _iso(dead.failed_at),
-            "failed_text": _format.time_text(dead.failed_at),
+            "failed_text": time_text(dead.failed_at),
         }
 
     async def _dead(self) -> list[dict[str, Any]]:
@@ -500,9 +507,9 @@ class Dashboard:
             {
                 **asdict(w),
                 "until": _iso(w.until),
-                "until_text": _format.time_text(w.until),
+                "until_text": time_text(w.until),
                 "live": w.until > now,
-                "lapses": _format.ago(w.until, now),
+                "lapses": ago(w.until, now),
             }
             for w in found
         ]
@@ -533,7 +540,7 @@ class Dashboard:
                 context["error"] = f"n must be a whole number from 1 to 100, got {text!r}"
             else:
                 try:
-                    kind, fires = _format.cron_preview(expr, tz, n, datetime.now(timezone.utc))
+                    kind, fires = cron_preview(expr, tz, n, at_ns(real_time_ns()))
                 except (InvalidArgument, TypeError) as exc:
                     context["error"] = str(exc)
                 else:
@@ -725,5 +732,5 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def _iso(ns: int | None) -> str | None:
-    when = _format.utc(ns)
+    when = utc(ns)
     return None if when is None else when.isoformat()

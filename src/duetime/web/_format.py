@@ -16,6 +16,7 @@ __all__ = [
     "Fire",
     "NextRun",
     "ago",
+    "at_ns",
     "cron_preview",
     "duration",
     "next_run",
@@ -145,11 +146,14 @@ def trigger_zone(text: str) -> tzinfo:
     return found or timezone.utc
 
 
+def at_ns(ns: int) -> datetime:
+    """Epoch nanoseconds as an aware UTC datetime."""
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=ns // 1000)
+
+
 def utc(ns: int | None) -> datetime | None:
     """Epoch nanoseconds as an aware UTC datetime (None stays None)."""
-    if ns is None:
-        return None
-    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=ns // 1000)
+    return None if ns is None else at_ns(ns)
 
 
 def _zone_name(tz: tzinfo, when: datetime) -> str:
