@@ -25,7 +25,7 @@ from duetime import FakeClock, Scheduler, SQLiteStore
 from duetime.stores._views import open_store
 from duetime.web import create_app
 from tests.conftest import WAIT, until
-from tests.web_data import XSS, fill
+from tests.web_data import XSS, fill, hello
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Dialog, Page
@@ -169,7 +169,7 @@ def test_every_page_links_to_the_others_and_shows_tables(
 
     # A live worker, for the Workers page.
     worker = Scheduler(clock=FakeClock(), store=SQLiteStore(sqlite_store.path))
-    worker.register("hello", lambda: None)
+    worker.register("hello", hello)
     try:
         with Served(create_app(sqlite_store)) as served:
             for path, heading, shot in (
