@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -348,9 +349,12 @@ def test_open_pages_cost_the_store_at_most_one_query_a_second(sqlite_url: str) -
 
     board.view._read = counted
     with TestClient(app) as c:
-        for _ in range(20):  # (twenty pages polling at once, within the second)
+        start = time.monotonic()
+        for _ in range(20):  # (twenty pages polling at once)
             assert c.get("/jobs?fragment=1").status_code == 200
-    assert count == 2  # the page of jobs, and their last runs
+        seconds = time.monotonic() - start
+    # Two reads (the page of jobs, and their last runs), once for each second begun.
+    assert 2 <= count <= 2 * (int(seconds) + 1)
 
 
 def test_the_runs_page_draws_runs_per_hour(sqlite_url: str) -> None:
