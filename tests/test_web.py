@@ -524,3 +524,18 @@ def test_postgres_store_is_read_without_loading_it(
         assert view.job_counts()["scheduled"] == 4
     finally:
         view.close()
+
+
+def test_a_store_that_fails_answers_503_and_store_up_0(tmp_path: Path) -> None:
+    path = tmp_path / "gone.db"
+    fill(SQLiteStore(path))
+    with client(f"sqlite:///{path}", prepare=False) as c:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        response = c.get("/api/jobs")
+        assert response.status_code == 503
+        assert "listing jobs failed" in response.json()["error"]
+        assert c.get("/jobs").status_code == 503
+        families = {f.name: f for f in text_string_to_metric_families(c.get("/metrics").text)}
+    assert families["duetime_store_up"].samples[0].value == 0
+    assert "duetime_jobs" not in families
