@@ -56,7 +56,7 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the docs with warnings as errors."""
-    session.install("-e", ".[docs]")
+    session.install("-e", ".[docs,web]")  # (web: docs/dashboard.md's API reference)
     out = ROOT / "docs" / "_build" / "html"
     session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", str(out))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -498,6 +499,7 @@ def _parser() -> _Parser:
         p.add_argument("id", help="the job's id")
         p.add_argument("--store", required=True, help=store_help)
     _worker_parser(sub, store_help)
+    _web_parser(sub, store_help)
     return parser
 
 
@@ -550,6 +552,46 @@ def _run_worker(args: argparse.Namespace) -> int:
         raise _Usage(str(exc)) from None
 
 
+def _web_parser(sub: argparse._SubParsersAction[_Parser], store_help: str) -> None:
+    """``web``: serve the dashboard (the ``duetime[web]`` extra, docs/dashboard.md)."""
+    p = sub.add_parser(
+        "web",
+        help="serve a store's web dashboard (needs duetime[web])",
+        description="Serve the web dashboard and /metrics of a durable store.",
+    )
+    p.add_argument("--store", required=True, help=store_help)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--token",
+        default=os.environ.get("DUETIME_WEB_TOKEN") or None,
+        help="the token reading and acting need (default: $DUETIME_WEB_TOKEN; none if unset)",
+    )
+    p.add_argument("--read-only", action="store_true", help="hide and refuse every action")
+
+
+def web(args: argparse.Namespace) -> int:
+    """Serve the dashboard of ``args.store`` (``python -m duetime web``)."""
+    if not 0 <= args.port <= 65535:
+        raise _Usage(f"--port must be between 0 and 65535, got {args.port}")
+    try:
+        # (Imported here, by name: the extra's packages load only for this command.)
+        serve = importlib.import_module("duetime.web._serve").serve
+    except ImportError as exc:
+        raise _Usage(f'the dashboard needs pip install "duetime[web]" ({exc})') from None
+    try:
+        status: int = serve(
+            args.store,
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            read_only=args.read_only,
+        )
+    except InvalidArgument as exc:
+        raise _Usage(f"--store: {exc}") from exc
+    return status
+
+
 @contextlib.contextmanager
 def _warnings_shown(prog: str) -> Iterator[None]:
     """duetime's warnings on stderr while a store command runs: what the store holds that
@@ -588,6 +630,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if not 1 <= args.n <= _MAX_COUNT:
                     raise _Usage(f"-n must be between 1 and {_MAX_COUNT}, got {args.n}")
                 return runs(args.store, args.job, args.state, args.n)
+            if args.command == "web":
+                return web(args)
             return change(args.store, args.command, args.id)
     except _Usage as exc:
         command = exc.prog or parser.prog
