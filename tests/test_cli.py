@@ -118,7 +118,7 @@ def test_jobs_shows_triggers_short(tmp_path: Path, capsys: pytest.CaptureFixture
     # At(when=datetime.datetime(2026, ...))).
     assert "cron '0 9 * * *' Europe/Berlin until 2026-03-11 09:00 Europe/Berlin" in out
     # (In the offset it was scheduled with: the machine's zone here.)
-    assert re.search(r"at 2026-03-04 (08:00 UTC|09:00\+01:00)", out)
+    assert re.search(r"at 2026-03-04 (08:00 UTC|09:00 \+01:00)", out)
 
 
 def test_store_commands_report_bad_ids_and_stores(

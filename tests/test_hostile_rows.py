@@ -529,3 +529,59 @@ def test_arguments_nested_past_the_bound_are_refused_at_schedule(backend: Backen
     with pytest.raises(InvalidArgument, match=r"nested too deeply"):
         s.schedule("record", 60, args=[deep], id="deep")
     assert "deep" not in s
+
+
+# -- the dashboard ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("backend", "table", "column", "value"),
+    per_store(
+        [
+            pytest.param("both", "jobs", "trigger", DEEP, id="trigger-deep"),
+            pytest.param("both", "jobs", "trigger", "{bad", id="trigger-not-json"),
+            pytest.param("both", "jobs", "options", "[1]", id="options-list"),
+            pytest.param("sqlite", "jobs", "next_due", "abc", id="next_due-text"),
+            pytest.param("sqlite", "jobs", "priority", "high", id="priority-text"),
+            pytest.param("sqlite", "jobs", "runs", 1e20, id="runs-float"),
+            pytest.param("both", "dead", "job", DEEP, id="dead-deep"),
+            pytest.param("sqlite", "dead", "due", "abc", id="dead-due-text"),
+            pytest.param("sqlite", "runs", "due", "abc", id="runs-due-text"),
+            pytest.param("sqlite", "runs", "started", "abc", id="runs-started-text"),
+            pytest.param("both", "workers", "tasks", DEEP, id="workers-deep"),
+            pytest.param("sqlite", "workers", "until", "abc", id="workers-until-text"),
+        ]
+    ),
+    indirect=["backend"],
+)
+def test_the_dashboard_shows_every_page_over_broken_rows(
+    backend: Backend, table: str, column: str, value: Any
+) -> None:
+    starlette = pytest.importorskip("starlette.testclient")
+    from duetime.web import create_app
+
+    s = backend.open()
+    s.register("record", print)
+    s.register("boom", _boom)
+    s.schedule("record", FixedRate(minutes=10), args=["bad"], id="bad")
+    s.schedule("boom", At(T0 + timedelta(minutes=1)), id="dead")
+    s.run_until(T0 + timedelta(minutes=2))
+    s.shutdown()
+    backend.execute(f"UPDATE {{p}}{table} SET {column} = ?", (value,))
+    with starlette.TestClient(create_app(backend.url)) as c:
+        for page in (
+            "/jobs",
+            "/jobs/bad",
+            "/jobs/dead",
+            "/runs",
+            "/dead",
+            "/workers",
+            "/api/jobs",
+            "/api/jobs/bad",
+            "/api/runs",
+            "/api/dead",
+            "/api/workers",
+            "/metrics",
+        ):
+            answer = c.get(page)
+            assert answer.status_code == 200, (page, answer.text[:300])

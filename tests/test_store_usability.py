@@ -264,7 +264,7 @@ def test_a_worker_that_was_down_still_warns_of_misfires(
         (FixedRate(minutes=5), "every 5 min"),
         (FixedRate(5400), "every 1 h 30 min"),
         (FixedRate(0.25), "every 250 ms"),
-        (FixedDelay(60, initial_delay=5), "every 1 min after each run, first after 5 s"),
+        (FixedDelay(60, initial_delay=5), "every 1 min after each run ends, first after 5 s"),
         (After(30), "after 30 s"),
         (At(datetime(2027, 3, 29, 9, 0, tzinfo=UTC)), "at 2027-03-29 09:00 UTC"),
         (

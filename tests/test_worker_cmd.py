@@ -191,6 +191,26 @@ def test_the_worker_runs_what_another_process_schedules(
     assert lines[-1].endswith("stopped")
 
 
+def test_a_plain_tasks_module_runs_its_functions_by_module_and_qualname(
+    store: str, folder: Path, spawn: Callable[..., Worker]
+) -> None:
+    # No @duetime.task: naming the module allows the functions defined in it (import_tasks=),
+    # never what it imports (os.system stays out of reach).
+    (folder / "plaintasks.py").write_text(
+        "import os\nimport pathlib\n\n\ndef touch(path):\n"
+        "    pathlib.Path(path).write_text('done')\n"
+    )
+    w = spawn("--store", store, "--tasks", "plaintasks")
+    w.wait_for("started: store")
+    schedule(store, "plaintasks:touch", str(folder / "plain"), id="plain-1")
+    schedule(store, "plaintasks:os.system", f"touch {folder / 'pwned'}", id="evil")
+    conftest.until((folder / "plain").exists, WAIT, "the job ran", EVERY, explain=w.stderr)
+    w.proc.send_signal(signal.SIGTERM)
+    assert w.exit_status() == 0
+    assert not (folder / "pwned").exists()
+    assert "tasks plaintasks:touch" in w.stderr()
+
+
 @pytest.mark.parametrize(
     ("executor", "signum"),
     [

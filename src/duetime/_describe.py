@@ -56,7 +56,7 @@ def _zone_name(tz: Any) -> str:
 
 def _instant(when: datetime, tz: tzinfo | str | None = None) -> str:
     """``when`` as ``2027-03-29 09:00 Europe/Berlin``, in ``tz`` or its own zone; with a fixed
-    offset as ``2027-03-29 09:00+01:00``; seconds only where there are any."""
+    offset as ``2027-03-29 09:00 +01:00``; seconds only where there are any."""
     zone = when.tzinfo if tz is None else _as_zone(tz)
     local = when.astimezone(zone) if zone is not None else when
     precise = local.second or local.microsecond
@@ -64,7 +64,7 @@ def _instant(when: datetime, tz: tzinfo | str | None = None) -> str:
     name = _zone_name(tz if tz is not None else zone)
     if name:
         return f"{text} {name}"
-    return text + local.isoformat()[-6:] if local.utcoffset() is not None else text
+    return f"{text} {local.isoformat()[-6:]}" if local.utcoffset() is not None else text
 
 
 def _as_zone(tz: tzinfo | str) -> tzinfo | None:
@@ -86,7 +86,7 @@ def describe_trigger(trigger: object) -> str:
     """A trigger as people write it.
 
     ``at 2027-03-29 09:00 Europe/Berlin``, ``after 30 s``, ``every 5 min``, ``every 1 min
-    after each run``, ``cron '0 9 * * mon-fri' Europe/Berlin``, ``~300/day in mon-fri
+    after each run ends``, ``cron '0 9 * * mon-fri' Europe/Berlin``, ``~300/day in mon-fri
     09:00-17:00 Europe/Berlin``; a trigger of another kind by its ``repr``.
 
     Args:
@@ -103,7 +103,7 @@ def describe_trigger(trigger: object) -> str:
     if isinstance(trigger, FixedDelay):
         first = trigger.initial_delay
         then = "" if first is None else f", first after {describe_duration(_seconds(first))}"
-        return f"every {describe_duration(trigger.seconds)} after each run{then}"
+        return f"every {describe_duration(trigger.seconds)} after each run ends{then}"
     if isinstance(trigger, Cron):
         text = f"cron {trigger.expr!r}"
         if trigger.tz is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import logging
 import os
 import signal
@@ -75,7 +76,7 @@ def load_tasks(modules: Sequence[str]) -> dict[str, Callable[..., Any]]:
                 f"(give a module name such as myapp.tasks, importable from the current folder "
                 f"or PYTHONPATH)"
             ) from None
-        found = declared(module)
+        found = declared(module) or _defined_functions(module)
         if not found:
             raise WorkerUsage(
                 f"--tasks {module}: the module declares no task (decorate its task functions "
@@ -83,6 +84,18 @@ def load_tasks(modules: Sequence[str]) -> dict[str, Callable[..., Any]]:
             )
         tasks.update(found)
     return tasks
+
+
+def _defined_functions(module: str) -> dict[str, Callable[..., Any]]:
+    """A module without ``@duetime.task``: its public functions *defined* there, by
+    ``"module:qualname"`` (how a process that schedules them stores them). Naming the module
+    allows them, as ``import_tasks=`` does; what it merely imports is not its."""
+    found = sys.modules[module]
+    return {
+        f"{module}:{value.__qualname__}": value
+        for name, value in vars(found).items()
+        if inspect.isfunction(value) and value.__module__ == module and not name.startswith("_")
+    }
 
 
 def _ignore_signals() -> None:
@@ -115,10 +128,14 @@ def make_executor(kind: str, max_concurrent: int | None) -> Executor | str | Non
 
 
 def open_scheduler(
-    url: str, executor: Executor | str | None, max_concurrent: int | None
+    url: str,
+    executor: Executor | str | None,
+    max_concurrent: int | None,
+    modules: Sequence[str] = (),
 ) -> Scheduler:
     """A scheduler on the store ``url`` names, made if it does not exist yet (a worker may
-    start before anything was scheduled).
+    start before anything was scheduled), allowed to run the functions defined under
+    ``modules`` that jobs name by ``"module:qualname"`` (``import_tasks=``).
 
     Raises:
         WorkerUsage: The URL is not a store's, names a SQLite file in a folder that does not
@@ -138,7 +155,12 @@ def open_scheduler(
             store = sqlite
         elif url.startswith(("postgresql:", "postgres:")):
             store = PostgresStore.from_url(url)
-        return Scheduler(store=store, executor=executor, max_concurrent=max_concurrent)
+        return Scheduler(
+            store=store,
+            executor=executor,
+            max_concurrent=max_concurrent,
+            import_tasks=list(modules),
+        )
     except InvalidArgument as exc:
         raise WorkerUsage(f"--store: {exc}") from None
     except StoreError as exc:
@@ -226,7 +248,7 @@ def run(
     try:
         with _signals_held():
             try:
-                s = open_scheduler(url, pool, max_concurrent)
+                s = open_scheduler(url, pool, max_concurrent, modules)
             except BaseException:
                 if owned is not None:
                     owned.shutdown(wait=False)

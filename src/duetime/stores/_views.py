@@ -18,7 +18,6 @@ store object itself. Every time read is integer nanoseconds since the epoch, UTC
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 
 from duetime._validate import lower_scheme
 from duetime.errors import InvalidArgument, StoreError
+from duetime.stores.codec import load_json
 from duetime.stores.postgres import PostgresStore, _psycopg, missing_database
 from duetime.stores.sqlite import SQLiteStore
 
@@ -217,6 +217,59 @@ class Histogram:
     total: int
 
 
+# A row is data someone may have written by hand (SQLite keeps any type in any column): each
+# value is shown as what it should be, or as nothing, never as an error page.
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else repr(value)
+
+
+def _opt_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _ns(value: Any) -> int | None:
+    """A time as stored (64-bit integer nanoseconds), else None."""
+    return value if type(value) is int and -(2**63) <= value < 2**63 else None
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
+def _job_view(row: Sequence[Any]) -> JobView:
+    id, name, task, trigger, state, next_due, attempt, runs, failures, last_error = row
+    return JobView(
+        _text(id),
+        _opt_text(name),
+        _text(task),
+        _text(trigger),
+        _text(state),
+        _ns(next_due),
+        _count(attempt),
+        _count(runs),
+        _count(failures),
+        _opt_text(last_error),
+    )
+
+
+def _run_view(row: Sequence[Any]) -> RunView:
+    key, job_id, due, state, attempt, worker, lease_until, started, finished, error = row
+    return RunView(
+        _text(key),
+        _text(job_id),
+        _ns(due) or 0,
+        _text(state),
+        _count(attempt),
+        _opt_text(worker),
+        _ns(lease_until),
+        _ns(started),
+        _ns(finished),
+        _opt_text(error),
+    )
+
+
 def open_store(store: str | SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
     """A new, unopened store object for the place ``store`` names (a URL, or a store object
     whose place is taken; the object itself is left alone, as its Scheduler may use it).
@@ -373,12 +426,12 @@ class StoreView:
             rows = self._read("listing jobs", _JOBS_PAGE, (after, limit))
         else:
             rows = self._read("listing jobs", _JOBS_PAGE_IN_STATE, (state, after, limit))
-        return [JobView(*row) for row in rows]
+        return [_job_view(row) for row in rows]
 
     def job(self, id: str) -> JobView | None:
         """One job, or None."""
         rows = self._read("reading a job", _JOB, (id,))
-        return JobView(*rows[0]) if rows else None
+        return _job_view(rows[0]) if rows else None
 
     def job_counts(self) -> dict[str, int]:
         """How many jobs are in each state (a count over the whole table)."""
@@ -391,7 +444,7 @@ class StoreView:
         template = _LAST_RUNS.replace("{marks}", ", ".join("?" * len(ids)))
         found: dict[str, RunView] = {}
         for row in self._read("reading the last runs", template, list(ids)):
-            run = RunView(*row)
+            run = _run_view(row)
             old = found.get(run.job_id)
             if old is None or run.key > old.key:
                 found[run.job_id] = run
@@ -421,7 +474,7 @@ class StoreView:
             params += [before[0], before[0], before[1]]
         template = _RUNS_PAGE.replace("{where}", " WHERE " + " AND ".join(where) if where else "")
         params.append(limit)
-        return [RunView(*row) for row in self._read("listing runs", template, params)]
+        return [_run_view(row) for row in self._read("listing runs", template, params)]
 
     def run_counts(self) -> dict[str, int]:
         """How many run records are in each state (those kept: see the store's retention)."""
@@ -455,11 +508,20 @@ class StoreView:
     def _dead(row: Sequence[Any]) -> DeadView:
         id, job, error, tb, attempts, due, failed_at = row
         try:
-            record = json.loads(job)
+            record = load_json(job, "job")
             name, task = record.get("name"), str(record.get("task", ""))
         except (ValueError, AttributeError):
             name, task = None, ""
-        return DeadView(id, name, task, error, tb, attempts, due, failed_at)
+        return DeadView(
+            _text(id),
+            _opt_text(name),
+            task,
+            _text(error),
+            _text(tb),
+            _count(attempts),
+            _ns(due) or 0,
+            _ns(failed_at) or 0,
+        )
 
     def dead_count(self) -> int:
         """How many dead letters there are."""
@@ -472,11 +534,11 @@ class StoreView:
         found = []
         for worker, tasks, until in self._read("listing workers", _WORKERS, (limit,)):
             try:
-                names = tuple(str(n) for n in json.loads(tasks).get("names", ()))
+                names = tuple(str(n) for n in load_json(tasks, "tasks").get("names", ()))
             except (ValueError, AttributeError, TypeError):
                 names = ()
             host = worker.rsplit(":", 2)[0] if worker.count(":") >= 2 else worker
-            found.append(WorkerView(worker, host, names, until, leases.get(worker, 0)))
+            found.append(WorkerView(worker, host, names, _ns(until) or 0, leases.get(worker, 0)))
         return found
 
     def live_workers(self, now: int) -> int:

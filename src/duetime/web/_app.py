@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 import secrets
 import threading
@@ -32,6 +31,7 @@ from duetime.clock import real_monotonic, real_time_ns
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
 from duetime.scheduler import Scheduler
 from duetime.stores._views import JOB_STATES, DeadView, JobView, RunView, StoreView, open_store
+from duetime.stores.codec import load_json
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
@@ -327,8 +327,8 @@ class Dashboard:
     def _job_dict(self, job: JobView, last: RunView | None, now: int) -> dict[str, Any]:
         nxt = next_run(job.next_due, job.trigger, now)
         try:
-            record = json.loads(job.trigger)
-        except ValueError:
+            record = load_json(job.trigger, "trigger")
+        except ValueError:  # (a row is data: bounded, and never an error page)
             record = None
         return {
             "id": job.id,

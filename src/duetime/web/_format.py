@@ -3,14 +3,15 @@ own zone, with a mark where a daylight-saving change lies on the way."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from duetime._describe import describe_trigger
 from duetime._validate import NS_PER_SECOND, zone
 from duetime.cron import Cron, Transition, fire_times, transitions
+from duetime.stores.codec import load_json, load_trigger
 
 __all__ = [
     "Fire",
@@ -26,30 +27,6 @@ __all__ = [
     "utc",
 ]
 
-_UNITS = {
-    "weeks": "w",
-    "days": "d",
-    "hours": "h",
-    "minutes": "min",
-    "seconds": "s",
-    "milliseconds": "ms",
-    "microseconds": "us",
-}
-
-
-def _number(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _zone_label(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, dict):
-        return _offset(timedelta(seconds=int(value.get("offset_seconds", 0))))
-    return str(value)
-
 
 def _offset(delta: timedelta | None) -> str:
     if not delta:
@@ -60,59 +37,23 @@ def _offset(delta: timedelta | None) -> str:
     return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
-def _interval(parts: Any) -> str:
-    out = []
-    for unit, value in parts or ():
-        out.append(f"{_number(value)} {_UNITS.get(unit or 'seconds', unit)}")
-    return " ".join(out) or "?"
-
-
 def _record(text: str) -> dict[str, Any] | None:
     try:
-        record = json.loads(text)
-    except ValueError:
+        record = load_json(text, "trigger")
+    except ValueError:  # (bounded: a row nested too deeply is no record either)
         return None
     return record if isinstance(record, dict) else None
 
 
 def trigger_text(text: str) -> str:
-    """A stored trigger (JSON) as people write it: ``cron '0 9 * * *' Europe/Berlin``,
-    ``every 5 min``, ``at 2027-03-29 09:00 +02:00``; the stored text itself if unknown."""
-    record = _record(text)
-    if record is None:
+    """A stored trigger (JSON) as people write it (``duetime._describe``): ``cron '0 9 * * *'
+    Europe/Berlin``, ``every 5 min``, ``at 2027-03-29 09:00 +02:00``; the stored text itself if
+    it is not a trigger this process can read (a row is data: never an error page)."""
+    try:
+        trigger = load_trigger(text)
+    except Exception:
         return text
-    kind = record.get("type")
-    if kind == "cron":
-        zone = _zone_label(record.get("tz"))
-        return f"cron '{record.get('expr')}'" + (f" {zone}" if zone else "")
-    if kind == "at":
-        try:
-            when = datetime.fromisoformat(str(record.get("when")))
-        except ValueError:
-            return text
-        seconds = f":{when:%S}" if when.second or when.microsecond else ""
-        return f"at {when:%Y-%m-%d %H:%M}{seconds} {_offset(when.utcoffset())}"
-    if kind == "after":
-        ns = int(record.get("delay_ns") or 0)
-        return f"after {_number(ns / NS_PER_SECOND)} s"
-    if kind == "fixed_rate":
-        return f"every {_interval(record.get('interval'))}"
-    if kind == "fixed_delay":
-        return f"every {_interval(record.get('interval'))} after each run ends"
-    if kind == "poisson":
-        if record.get("per_day") is not None:
-            rate = f"{_number(record['per_day'])}/day"
-        elif record.get("rate") is not None:
-            rate = f"{_number(record['rate'])}/s"
-        else:
-            rate = f"every {_number(record.get('mean_interval'))} s on average"
-        windows = [
-            f"{w.get('start')}-{w.get('end')} {w.get('days') or ''} {_zone_label(w.get('tz'))}"
-            for w in record.get("windows") or ()
-            if isinstance(w, dict)
-        ]
-        return f"poisson {rate}" + "".join(f", {' '.join(w.split())}" for w in windows)
-    return text
+    return describe_trigger(trigger)
 
 
 def _tz(value: Any) -> tzinfo | None:
