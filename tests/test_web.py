@@ -17,8 +17,19 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
-from duetime import FakeClock, PostgresStore, Scheduler, SQLiteStore
+from duetime import (
+    After,
+    At,
+    Cron,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    PostgresStore,
+    Scheduler,
+    SQLiteStore,
+)
 from duetime.__main__ import main
+from duetime._durable import trigger_json
 from duetime.metrics import register
 from duetime.stores._views import StoreView
 from duetime.web import _format, create_app
@@ -403,25 +414,27 @@ def test_next_run_marks_a_dst_change_on_the_way_and_at_the_instant() -> None:
 
 
 @pytest.mark.parametrize(
-    ("record", "text"),
+    ("trigger", "text"),
     [
+        (Cron("0 9 * * *", tz="Europe/Berlin"), "cron '0 9 * * *' Europe/Berlin"),
+        (Cron("0 9 * * *"), "cron '0 9 * * *'"),
+        (FixedRate(minutes=5), "every 5 min"),
+        (FixedDelay(hours=1, minutes=30), "every 1 h 30 min after each run ends"),
         (
-            '{"type":"cron","expr":"0 9 * * *","tz":"Europe/Berlin"}',
-            "cron '0 9 * * *' Europe/Berlin",
+            At(datetime(2027, 3, 29, 9, 0, tzinfo=timezone(timedelta(hours=2)))),
+            "at 2027-03-29 09:00 +02:00",
         ),
-        ('{"type":"cron","expr":"0 9 * * *","tz":null}', "cron '0 9 * * *'"),
-        ('{"type":"fixed_rate","interval":[["minutes",5]],"start":null}', "every 5 min"),
-        (
-            '{"type":"fixed_delay","interval":[["hours",1],["minutes",30]],"initial_delay":null}',
-            "every 1 h 30 min after each run ends",
-        ),
-        ('{"type":"at","when":"2027-03-29T09:00:00+02:00"}', "at 2027-03-29 09:00 +02:00"),
-        ('{"type":"after","delay_ns":30000000000}', "after 30 s"),
-        ("not json", "not json"),
+        (After(30), "after 30 s"),
     ],
 )
-def test_triggers_read_as_people_write_them(record: str, text: str) -> None:
-    assert _format.trigger_text(record) == text
+def test_triggers_read_as_people_write_them(trigger: Any, text: str) -> None:
+    # (As the store holds them: the stored JSON, read back.)
+    assert _format.trigger_text(trigger_json(trigger)) == text
+
+
+def test_a_stored_trigger_that_cannot_be_read_shows_as_stored() -> None:
+    assert _format.trigger_text("not json") == "not json"
+    assert _format.trigger_text('{"type":"cron"}') == '{"type":"cron"}'
 
 
 # -- metrics ----------------------------------------------------------------------------------------

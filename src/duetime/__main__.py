@@ -33,7 +33,8 @@ from duetime.job import Job, JobState, Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores import codec
-from duetime.stores.postgres import PostgresStore, missing_database
+from duetime.stores._views import check_existing
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
 from duetime.stores.sqlite import SQLiteStore
 
@@ -284,35 +285,18 @@ def _open(url: str) -> Scheduler:
     """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
     try:
         url = lower_scheme(url)
-        store: SQLiteStore | PostgresStore | str = url
-        # (Opening a store that does not exist would create an empty one: not what was meant.
-        # A mistyped name would then list no jobs instead of saying so.)
         if url.startswith("sqlite:"):
-            store = SQLiteStore.from_url(url)
-            if not Path(store.path).exists():
-                raise _Usage(f"--store names {store.path!r}, which does not exist")
-            if not store._created():
-                raise _Usage(
-                    f"--store names {store.path!r}, which is not a duetime store (no scheduler "
-                    "has used it: another program's database, or a mistyped name)"
-                )
+            store: SQLiteStore | PostgresStore | str = SQLiteStore.from_url(url)
         elif url.startswith(("postgresql:", "postgres:")):
             store = PostgresStore.from_url(url)
-            try:
-                created = store._created()
-            except StoreError as exc:
-                # A database that does not exist is the server's missing file: a bad --store.
-                if missing_database(exc.__cause__):
-                    raise _Usage(f"--store: {exc}") from exc
-                raise
-            if not created:
-                raise _Usage(
-                    f"--store: the database has no duetime schema {store.schema!r} (no scheduler "
-                    "has used it yet; choose another with ?schema=name)"
-                )
+        else:
+            store = url  # (the Scheduler says what a store URL looks like)
+        if not isinstance(store, str):
+            check_existing(store, "--store")
         return Scheduler(store=store)
     except InvalidArgument as exc:
-        raise _Usage(f"--store: {exc}") from exc
+        message = str(exc)
+        raise _Usage(message if message.startswith("--store") else f"--store: {message}") from exc
 
 
 def _utc(when: datetime) -> str:

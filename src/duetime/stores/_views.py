@@ -270,6 +270,39 @@ def _run_view(row: Sequence[Any]) -> RunView:
     )
 
 
+def check_existing(store: SQLiteStore | PostgresStore, label: str = "store") -> None:
+    """Make sure ``store`` exists and holds duetime's tables, before anything opens it: opening
+    one that does not would create it empty, and a mistyped name would then read as a store
+    with no jobs. ``label`` names it in the messages (``--store`` for the command line).
+
+    Raises:
+        InvalidArgument: It does not (a missing file or database, another program's file, a
+            schema no scheduler has used).
+        StoreError: It cannot be read.
+    """
+    if isinstance(store, SQLiteStore):
+        if store.path == ":memory:" or not Path(store.path).exists():
+            raise InvalidArgument(f"{label} names {store.path!r}, which does not exist")
+        if not store._created():
+            raise InvalidArgument(
+                f"{label} names {store.path!r}, which is not a duetime store (no scheduler "
+                "has used it: another program's database, or a mistyped name)"
+            )
+        return
+    try:
+        created = store._created()
+    except StoreError as exc:
+        # A database that does not exist is the server's missing file: a bad store too.
+        if missing_database(exc.__cause__):
+            raise InvalidArgument(f"{label}: {exc}") from exc
+        raise
+    if not created:
+        raise InvalidArgument(
+            f"{label}: the database has no duetime schema {store.schema!r} (no scheduler has "
+            "used it yet; choose another with ?schema=name)"
+        )
+
+
 def open_store(store: str | SQLiteStore | PostgresStore) -> SQLiteStore | PostgresStore:
     """A new, unopened store object for the place ``store`` names (a URL, or a store object
     whose place is taken; the object itself is left alone, as its Scheduler may use it).
@@ -328,33 +361,8 @@ class StoreView:
     # -- connection -------------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Make sure the store exists and holds duetime's tables.
-
-        Raises:
-            InvalidArgument: It does not (a missing file, database or schema).
-            StoreError: It cannot be read.
-        """
-        store = self.store
-        if isinstance(store, SQLiteStore):
-            if store.path == ":memory:" or not Path(store.path).exists():
-                raise InvalidArgument(f"store names {store.path!r}, which does not exist")
-            if not store._created():
-                raise InvalidArgument(
-                    f"store names {store.path!r}, which is not a duetime store (no scheduler "
-                    "has used it)"
-                )
-            return
-        try:
-            created = store._created()
-        except StoreError as exc:
-            if missing_database(exc.__cause__):
-                raise InvalidArgument(f"store: {exc}") from exc
-            raise
-        if not created:
-            raise InvalidArgument(
-                f"store: the database has no duetime schema {store.schema!r} (no scheduler has "
-                "used it yet)"
-            )
+        """Make sure the store exists and holds duetime's tables (``check_existing``)."""
+        check_existing(self.store)
 
     def _connect(self) -> Any:
         store = self.store
