@@ -3615,3 +3615,51 @@ def test_a_fire_whose_key_ran_is_not_run_again_and_does_not_spin(
     assert s.run_pending() == 0  # the held-back second start has a key that ran: skipped
     assert calls.keys == ["again@2026-03-02T08:00:00+00:00"]
     assert job.state is JobState.COMPLETED and "again" not in s
+
+
+@pytest.mark.sqlite_only
+def test_a_batch_of_claims_is_one_transaction_and_fails_whole(db: Path) -> None:
+    # The runner's batch of claims and outcomes is one BEGIN IMMEDIATE (each item a
+    # savepoint): one commit per batch. If the transaction cannot be had, every item answers
+    # its error and nothing this process noted of the batch stands.
+    maker = Scheduler(FakeClock(T0), store=SQLiteStore(db))
+    maker.register("rec", print)
+    for i in range(4):
+        maker.schedule("rec", 10 + i, id=f"j{i}")
+    maker.shutdown()
+    store = SQLiteStore(db, busy_timeout=0.05)
+    store.open("worker-a")
+    try:
+        rows = {row.id: row for row in store.load_rows()}
+        now = time.time_ns()
+
+        def ask(job: str) -> Any:
+            row = rows[job]
+            return (f"{job}@key", job, row.next_base, 1, now, 30 * 10**9, row, row.next_base, 0)
+
+        with contextlib.closing(sqlite3.connect(db)) as other:
+            other.execute("BEGIN IMMEDIATE")  # (another process holds the write lock)
+            answers = store.claim_many([ask("j0"), ask("j1")])
+            other.rollback()
+        assert all(isinstance(a, StoreError) and "locked" in str(a) for a in answers)
+        assert store.held_keys() == []
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)  # type: ignore[union-attr]
+        assert store.claim_many([ask("j0"), ask("j1"), ask("j2")]) == [("won", None)] * 3
+        store._db.set_trace_callback(None)  # type: ignore[union-attr]
+        assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+            "BEGIN IMMEDIATE",
+            "COMMIT",
+        ]
+        assert store.held_keys() == ["j0@key", "j1@key", "j2@key"]
+        with contextlib.closing(sqlite3.connect(db)) as reader:
+            running = reader.execute(
+                "SELECT count(*) FROM duetime_runs WHERE state = 'running'"
+            ).fetchone()[0]
+        assert running == 3
+        # One item that fails (a guard the row has moved from) takes back only itself.
+        moved = (*ask("j3")[:7], (rows["j3"].next_base or 0) - 1, 0)
+        answers = store.claim_many([moved, ask("j0")])
+        assert [a[0] for a in answers] == ["lost", "done"]  # type: ignore[index]
+    finally:
+        store.close()

@@ -31,6 +31,7 @@ from urllib.parse import unquote
 from duetime._validate import NS_PER_SECOND, duration_ns, lower_scheme
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores._sql import READ_COLUMNS, SQLStore, read_row
+from duetime.stores.base import ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.records import ENDED_STATES, Changes, JobRow
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -118,7 +119,7 @@ class SQLiteStore(SQLStore):
     its Scheduler has shut down, a new one may take it (a restart on the same object).
     """
 
-    __slots__ = ("_db", "_opened", "_seen", "_version", "busy_timeout", "path")
+    __slots__ = ("_db", "_group", "_opened", "_seen", "_version", "busy_timeout", "path")
 
     def __init__(
         self,
@@ -144,6 +145,9 @@ class SQLiteStore(SQLStore):
         self._opened: str | None = None  # the path as opened (absolute: a chdir may follow)
         self._seen = 0  # the highest rev this process has read
         self._version = -1  # PRAGMA data_version when last looked
+        # While a group of claims and outcomes is one transaction (_grouped): the ids of the
+        # jobs it wrote, else None.
+        self._group: set[str] | None = None
 
     def __repr__(self) -> str:
         return f"<SQLiteStore {self.path!r} jobs={self.count()}>"
@@ -207,6 +211,21 @@ class SQLiteStore(SQLStore):
         if self._batch:
             yield db
             return
+        if self._group is not None:
+            # One item of a group: a savepoint, so that an item that fails takes back its own
+            # changes only, as its own transaction would have.
+            try:
+                db.execute("SAVEPOINT item")
+                yield db
+                db.execute("RELEASE item")
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK TO item")
+                    db.execute("RELEASE item")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._fail(what, exc) from exc
+                raise
+            return
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -221,6 +240,71 @@ class SQLiteStore(SQLStore):
             if isinstance(exc, sqlite3.Error):
                 raise self._fail(what, exc) from exc
             raise
+
+    @contextlib.contextmanager
+    def _grouped(self, what: str) -> Iterator[None]:
+        """Make the claims and outcomes written inside one ``BEGIN IMMEDIATE`` transaction (each
+        a savepoint): one commit for a runner's batch instead of one per run, as PostgreSQL's
+        one statement. If the transaction cannot begin or commit, nothing of it is stored, and
+        what this process noted of it (leases held, rows written) is taken back.
+
+        Raises:
+            StoreError: The transaction failed as a whole (locked, read-only, I/O).
+        """
+        db = self._db
+        if db is None or self._batch or self._group is not None:
+            yield  # (closed: each item says so; in a batch or group: part of it already)
+            return
+        held, known = set(self._held), set(self._known_queued)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._fail(what, exc) from exc
+        written: set[str] = set()
+        self._group = written
+        try:
+            yield
+            db.execute("COMMIT")
+        except BaseException as exc:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            self._held, self._known_queued = held, known
+            for id in written:
+                self._mine.pop(id, None)  # (read back at the next poll)
+            if isinstance(exc, sqlite3.Error):
+                raise self._fail(what, exc) from exc
+            raise
+        finally:
+            self._group = None
+
+    def _wrote(self, rows: Sequence[JobRow], rev: int) -> None:
+        super()._wrote(rows, rev)
+        if self._group is not None:
+            self._group.update(row.id for row in rows)
+
+    def settle_and_claim(
+        self, outcomes: Sequence[SettleAsk], asks: Sequence[ClaimAsk]
+    ) -> tuple[list[bool | StoreError], list[ClaimAnswer]]:
+        """``SQLStore.settle_and_claim`` in one transaction (``_grouped``); if that fails as a
+        whole, every outcome and claim answers its error (the outcomes are owed, the claims
+        tried again), as when each failed alone."""
+        # (SQLStore's one by one: this class's own settle_many and claim_many come here.)
+        if len(outcomes) + len(asks) < 2:
+            return SQLStore.settle_many(self, outcomes), SQLStore.claim_many(self, asks)
+        try:
+            with self._grouped("writing outcomes and claiming"):
+                return SQLStore.settle_many(self, outcomes), SQLStore.claim_many(self, asks)
+        except StoreError as exc:
+            return [exc] * len(outcomes), [exc] * len(asks)
+
+    def settle_many(self, outcomes: Sequence[SettleAsk]) -> list[bool | StoreError]:
+        """``SQLStore.settle_many`` in one transaction (see ``settle_and_claim``)."""
+        return self.settle_and_claim(outcomes, ())[0]
+
+    def claim_many(self, asks: Sequence[ClaimAsk]) -> list[ClaimAnswer]:
+        """``SQLStore.claim_many`` in one transaction (see ``settle_and_claim``)."""
+        return self.settle_and_claim((), asks)[1]
 
     def _rev(self, db: sqlite3.Connection) -> int:
         cur = db.execute(
