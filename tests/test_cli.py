@@ -8,11 +8,12 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
-from duetime import Cron, FakeClock, FixedRate, Scheduler
+from duetime import Cron, FakeClock, FixedRate, PostgresStore, Scheduler, SQLiteStore
 from duetime.__main__ import main
 
 
@@ -445,3 +446,29 @@ def test_a_preview_that_reaches_the_end_of_the_calendar_says_so(
     assert capsys.readouterr().out.splitlines()[1] == (
         "  no fires before the end of the calendar (the year 9999): 0 of the 3 asked for"
     )
+
+
+def test_a_change_loads_only_the_job_it_changes(
+    store_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A command that changes one job reads that job alone, not the whole store (a million rows
+    # took seconds for a pause): the store's `only`.
+    s = Scheduler(FakeClock(datetime(2026, 3, 2, 8, 0, tzinfo=timezone.utc)), store=store_url)
+    s.register("ok", print)
+    s.schedule("ok", FixedRate(60), id="other")
+    s.shutdown()
+    loaded: list[list[str]] = []
+    for kind in (SQLiteStore, PostgresStore):
+        original = kind.load_rows
+
+        def spy(self: Any, original: Any = original) -> Any:
+            rows = original(self)
+            loaded.append(sorted(row.id for row in rows))
+            return rows
+
+        monkeypatch.setattr(kind, "load_rows", spy)
+    assert main(["pause", "tick", "--store", store_url]) == 0
+    assert loaded == [["tick"]]
+    assert main(["jobs", "--store", store_url, "--state", "paused"]) == 0
+    assert "tick" in capsys.readouterr().out
+    assert loaded[-1] == ["other", "tick"]  # (the listing reads every live job)

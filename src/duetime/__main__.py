@@ -281,8 +281,9 @@ def _when(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _open(url: str) -> Scheduler:
-    """A scheduler on the store a URL names, to read and change it (it runs nothing)."""
+def _open(url: str, only: str | None = None) -> Scheduler:
+    """A scheduler on the store a URL names, to read and change it (it runs nothing); with
+    ``only``, it loads that job alone (a command that changes one job)."""
     try:
         url = lower_scheme(url)
         if url.startswith("sqlite:"):
@@ -293,6 +294,8 @@ def _open(url: str) -> Scheduler:
             store = url  # (the Scheduler says what a store URL looks like)
         if not isinstance(store, str):
             check_existing(store, "--store")
+            if only is not None:
+                store.only = frozenset((only,))
         return Scheduler(store=store)
     except InvalidArgument as exc:
         message = str(exc)
@@ -382,7 +385,7 @@ def runs(url: str, job: str | None, state: str | None, count: int) -> int:
 
 def change(url: str, action: str, id: str) -> int:
     """Cancel, pause, resume, trigger or retry one job of a store."""
-    s = _open(url)
+    s = _open(url, only=id)
     already = None
     try:
         if action == "cancel":

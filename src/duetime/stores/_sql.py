@@ -385,6 +385,7 @@ class SQLStore(MemoryStore):
         "_spoilt",
         "_sql",
         "_touched",
+        "only",
         "poll_ns",
         "retention_ns",
         "worker",
@@ -417,6 +418,10 @@ class SQLStore(MemoryStore):
         # without its knowing; renewing it would keep it from ever being taken over.)
         self._held: set[str] = set()
         self._quarantine: Quarantine | None = None
+        #: The ids of the jobs a scheduler opened on this store loads, or None for every live
+        #: job: a command that changes one job (the command line's, the dashboard's actions)
+        #: need not read a million. Jobs changed by other processes later are read as ever.
+        self.only: frozenset[str] | None = None
 
     @property
     def quarantine(self) -> Quarantine:
@@ -477,7 +482,21 @@ class SQLStore(MemoryStore):
     # -- reading jobs -----------------------------------------------------------------------------
 
     def load_rows(self) -> list[JobRow]:
-        """Every live job's row (what opening a store loads)."""
+        """Every live job's row (what opening a store loads), or only those of ``only``."""
+        if self.only is not None:
+            rows = []
+            for ids, marks in id_lists(sorted(self.only)):
+                rows += self._read(
+                    "loading jobs",
+                    self._q(
+                        # (A NULL id, which SQLite's text key allows, is in no list: read
+                        # too, so that an unreadable row without an id can be cancelled.)
+                        f"SELECT {READ_COLUMNS} FROM {{p}}jobs WHERE (id IN ({marks}) "
+                        "OR id IS NULL) AND state NOT IN (?, ?, ?)"
+                    ),
+                    (*ids, *ENDED_STATES),
+                )
+            return [read_row(r) for r in rows]
         rows = self._read(
             "loading jobs",
             self._q(f"SELECT {READ_COLUMNS} FROM {{p}}jobs WHERE state NOT IN (?, ?, ?)"),

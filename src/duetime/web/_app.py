@@ -584,16 +584,15 @@ class Dashboard:
 
     def act(self, action: str, id: str) -> str:
         """Do ``action`` on job or dead letter ``id``, through a Scheduler opened on the store
-        for it (as the command line does); returns what was done.
+        for it, loading that job alone (as the command line does); returns what was done.
 
         Raises:
             _HTTPError: The id is unknown (404) or the action refused (409).
         """
         with self._act_lock:
-            try:
-                s = Scheduler(store=open_store(self.source))
-            except StoreError:
-                raise
+            store = open_store(self.source)
+            store.only = frozenset((id,))  # (the one job acted on: not the whole store)
+            s = Scheduler(store=store)
             try:
                 if action == "cancel":
                     if not s.cancel(id):
