@@ -119,7 +119,16 @@ class SQLiteStore(SQLStore):
     its Scheduler has shut down, a new one may take it (a restart on the same object).
     """
 
-    __slots__ = ("_db", "_group", "_opened", "_seen", "_version", "busy_timeout", "path")
+    __slots__ = (
+        "_db",
+        "_group",
+        "_group_rev",
+        "_opened",
+        "_seen",
+        "_version",
+        "busy_timeout",
+        "path",
+    )
 
     def __init__(
         self,
@@ -148,6 +157,7 @@ class SQLiteStore(SQLStore):
         # While a group of claims and outcomes is one transaction (_grouped): the ids of the
         # jobs it wrote, else None.
         self._group: set[str] | None = None
+        self._group_rev = 0  # the change counter a group's writes share (0: no group)
 
     def __repr__(self) -> str:
         return f"<SQLiteStore {self.path!r} jobs={self.count()}>"
@@ -261,6 +271,13 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise self._fail(what, exc) from exc
         written: set[str] = set()
+        try:
+            # (Taken before any item's savepoint: an item rolled back leaves it standing.)
+            self._group_rev = self._rev(db)
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
         self._group = written
         try:
             yield
@@ -277,6 +294,7 @@ class SQLiteStore(SQLStore):
             raise
         finally:
             self._group = None
+            self._group_rev = 0
 
     def _wrote(self, rows: Sequence[JobRow], rev: int) -> None:
         super()._wrote(rows, rev)
@@ -307,6 +325,8 @@ class SQLiteStore(SQLStore):
         return self.settle_and_claim((), asks)[1]
 
     def _rev(self, db: sqlite3.Connection) -> int:
+        if self._group_rev:
+            return self._group_rev  # (one change counter for a group's writes, as a batch's)
         cur = db.execute(
             "UPDATE duetime_meta SET value = value + 1 WHERE key = 'rev' RETURNING value"
         )
