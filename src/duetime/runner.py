@@ -367,7 +367,7 @@ class Runner(HeadWatcher):
     def _dispatch(self, occ: Occ) -> None:
         """Hand one occurrence to its executor (lock not held)."""
         s = self._s
-        job = occ[0]
+        job = occ.job
         name = job._opts.executor
         executor: Any = self._named[name] if name is not None else self._default
         if executor is None or executor == "inline":

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from heapq import heappop
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, TypeVar
 
 from duetime import _durable, _foreign, policy
 from duetime._aiorunner import AsyncRunner, is_coroutine_function
@@ -130,6 +130,7 @@ from duetime.job import (
     _current,
     fire_key_at,
     new_job,
+    new_occ,
     revoked,
 )
 from duetime.job import Side as _Side
@@ -283,8 +284,17 @@ _CLAIM_QUICK = 0.005
 # what waits runs again after a crash.
 _OUTBOX_WAIT = NS_PER_SECOND // 100
 
-# An outcome on its way to the store: (job, fire key, attempt, due, state, error, finished at).
-_Outcome = tuple[Job, str, int, int, str, Exception | None, int]
+class _Outcome(NamedTuple):
+    """A durable run's outcome waiting to be written to the store."""
+
+    job: Job
+    fire: str
+    attempt: int
+    due: int
+    state: str  # "succeeded", "failed" (a retry follows) or "dead"
+    error: Exception | None
+    at: int  # wall ns when the run finished
+
 
 # The most fires one backfill() call enqueues.
 _BACKFILL_LIMIT = 100_000
@@ -1912,7 +1922,7 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
-                return (job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen)  # type: ignore[return-value]
+                return new_occ((job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen))
             if job._running and x is not None and (x.catchup or x.backlog):
                 # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
                 # unqueued, for the run going on to end (_release_held queues it then), instead
@@ -2042,7 +2052,9 @@ class Scheduler:
             # by design, and would swamp the figure.)
             self._stats.record_late(late)
         x = job._x
-        return (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
+        return new_occ(
+            (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
+        )
 
     def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
         """Apply the misfire policy to a regular occurrence of a recurring job and queue the
@@ -2177,10 +2189,10 @@ class Scheduler:
     def _emit_started(self, occ: Occ) -> None:
         if self._watch:
             started = JobStarted(
-                occ[0].id,
-                self._to_datetime(occ[4], MONOTONIC),
-                self._to_datetime(occ[1], occ[2]),
-                occ[3],
+                occ.job.id,
+                self._to_datetime(occ.started, MONOTONIC),
+                self._to_datetime(occ.due, occ.timebase),
+                occ.attempt,
             )
             try:
                 self._emit([started])
@@ -2235,10 +2247,10 @@ class Scheduler:
         returned: list[tuple[str, int]] = []
         with self._lock:
             for occ in occs:
-                job = occ[0]
+                job = occ.job
                 job._running -= 1
                 self._running_total -= 1
-                fire = occ[6]
+                fire = occ.fire
                 cancelled = job._state is _CANCELLED
                 if self._durable and fire is not None:
                     if not failed and (lost or cancelled):
@@ -2253,7 +2265,7 @@ class Scheduler:
                             ):
                                 self._store.reopen_key(fire)  # type: ignore[attr-defined]
                     elif give_back:
-                        returned.append((fire, occ[3]))
+                        returned.append((fire, occ.attempt))
                     elif interrupted:
                         self._store.let_lapse(fire)  # type: ignore[attr-defined]
                 if (
@@ -2266,7 +2278,7 @@ class Scheduler:
                 ):
                     # Shutdown stopped it before it ran to its end: not completed. It stays
                     # scheduled at its due time (a durable store runs it after a restart).
-                    self._queue_regular(job, occ[1])
+                    self._queue_regular(job, occ.due)
                 self._after_run(job, failed)
             if returned:
                 try:
@@ -2298,7 +2310,7 @@ class Scheduler:
         pool kept it in a future nobody reads): it is the job's failure, a ``RuntimeError``
         whose ``__cause__`` it is, as from a process pool.
         """
-        job = occ[0]
+        job = occ.job
         if revoked(occ):
             self._abandon(occ, lost=True)
             return None
@@ -2343,15 +2355,15 @@ class Scheduler:
         batch, or this process stalled: SIGSTOP, a frozen VM) starts only if its record is
         still this process's; if another worker took it over meanwhile, it is abandoned here.
         (A fresh claim is not asked: that would cost a round trip per run.)"""
-        fire = occ[6]
+        fire = occ.fire
         if fire is None:
             return True
         now = self._clock.monotonic_ns()
-        if now - occ[4] <= self._lease // 2:
+        if now - occ.started <= self._lease // 2:
             return True
         with self._lock:
             try:
-                held = self._store.start_held(fire, occ[3], now, self._lease)  # type: ignore[attr-defined]
+                held = self._store.start_held(fire, occ.attempt, now, self._lease)  # type: ignore[attr-defined]
             except StoreError as exc:
                 logger.error("could not check run %s before it started: %s", fire, exc)
                 return True  # (unknown: at-least-once start)
@@ -2361,8 +2373,8 @@ class Scheduler:
             "run %s of job %r was taken over by another worker before it started here "
             "(claimed %.1f s ago, past its lease): not started",
             fire,
-            occ[0].id,
-            (now - occ[4]) / NS_PER_SECOND,
+            occ.job.id,
+            (now - occ.started) / NS_PER_SECOND,
         )
         self._abandon(occ)
         return False
@@ -2370,7 +2382,7 @@ class Scheduler:
     def _finish_locked(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """Record the outcome of an occurrence. Called with the lock held."""
         occ, result, error = done
-        job = occ[0]
+        job = occ.job
         job._running -= 1
         self._running_total -= 1
         job.runs += 1
@@ -3555,9 +3567,9 @@ class Scheduler:
                 # was taken, so that the runner, which logs it and pauses, tries it all again.
                 self._outbox[:0] = outcomes
                 for _, occ, _ in asks:
-                    occ[0]._running -= 1
+                    occ.job._running -= 1
                     self._running_total -= 1
-                    self._reload(occ[0])
+                    self._reload(occ.job)
                 raise
             self._after_outcomes(outcomes, settle, settled)
             lost = 0
@@ -3655,9 +3667,9 @@ class Scheduler:
                 return None
             self._taken.discard(key)
             return occ, None
-        fire = occ[6]
+        fire = occ.fire
         if fire is None:
-            fire = fire_key_at(job.id, occ[1])
+            fire = fire_key_at(job.id, occ.due)
         # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
         # run of the job is going in another process (in this one, _begin skipped it already);
         # one of a Misfire.RUN_ALL catch-up waits for that run to end instead ("busy"), as it
@@ -3676,7 +3688,7 @@ class Scheduler:
                     solo = SOLO_WAIT if catching_up else SOLO_SKIP
                 else:
                     solo = SOLO_WAIT
-        ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped, solo)
+        ask = (fire, job.id, occ.due, occ.attempt, wall, self._lease, self._row(job), popped, solo)
         return occ, ask
 
     def _claimed(
@@ -3694,7 +3706,7 @@ class Scheduler:
         ``hold``: a claim that failed or met a busy row holds the job's fires back for a
         while (the runner's claims); not for ``trigger()``, whose caller is told, and whose
         failure must leave the job's schedule as it was."""
-        job = occ[0]
+        job = occ.job
         fire = ask[0]
         wall = ask[4]
         row = None
@@ -3718,7 +3730,7 @@ class Scheduler:
             # ("done": this claim moved the job on, and only its run was not recorded.)
             self._report_missed(*held)
         if outcome == "won":
-            return (*occ[:6], fire, occ[7])
+            return occ._replace(fire=fire)
         job._running -= 1
         self._running_total -= 1
         if job._x is not None:
@@ -3761,7 +3773,7 @@ class Scheduler:
                     self._save_quiet(job)
         else:  # the fire ran or runs already (a backfill, another process): skip it
             if ask[8] == SOLO_SKIP and self._overlapped_elsewhere(fire):
-                self._skipped(job, occ[1], occ[2], Verdict.SKIP.value)
+                self._skipped(job, occ.due, occ.timebase, Verdict.SKIP.value)
             self._settle(job)
             self._save_quiet(job)
         return None
@@ -3795,21 +3807,25 @@ class Scheduler:
         from the claim: in a batch that runs longer, the runs after it would each be written
         alone.)"""
         occ, _, error = done
-        job = occ[0]
+        job = occ.job
         before = tuple(job._sides or ())  # (a copy: the finish appends to the job's list)
         Scheduler._finish_locked(self, done)
-        fire = occ[6]
+        fire = occ.fire
         assert fire is not None
         if error is None:
             state = "succeeded"
         elif any(
-            s.key == fire and s.attempt == occ[3] + 1 for s in job._sides or () if s not in before
+            s.key == fire and s.attempt == occ.attempt + 1
+            for s in job._sides or ()
+            if s not in before
         ):
             state = "failed"
         else:
             state = "dead"
         clock = self._clock
-        self._outbox.append((job, fire, occ[3], occ[1], state, error, clock.time_ns()))
+        self._outbox.append(
+            _Outcome(job, fire, occ.attempt, occ.due, state, error, clock.time_ns())
+        )
         runner = self._runner
         if runner is None or not runner.flushes:
             self._flush_outcomes()
@@ -3944,7 +3960,7 @@ class Scheduler:
         saying "running" and not counting the run, undid the run in memory, and the outcome
         then written from that copy left the job "running" in the store for good.) A row whose
         job is no longer in memory (cancelled here, added again elsewhere) is applied as ever."""
-        waiting = {o[0]._id for o in self._outbox} | {o[0]._id for o in self._owed}
+        waiting = {o.job._id for o in self._outbox} | {o.job._id for o in self._owed}
         hit = {row.id for row in rows if row.id in waiting}
         hit.update(id for id, _ in ended if id in waiting)
         if not hit:
@@ -3957,7 +3973,7 @@ class Scheduler:
         # (One whose outcome the store refused again stays owed, its job as memory has it: read
         # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
         # end of a batch.)
-        owed = {o[0]._id for o in self._owed} | {o[0]._id for o in self._outbox}
+        owed = {o.job._id for o in self._owed} | {o.job._id for o in self._outbox}
         for id, job in jobs.items():
             if job is None:
                 continue
@@ -3981,7 +3997,7 @@ class Scheduler:
         if owed:
             self._record_outcomes(owed, final)
         if self._after_owed:
-            still = {o[0]._id for o in self._owed}
+            still = {o.job._id for o in self._owed}
             store: Any = self._store
             for id in [id for id in self._after_owed if id not in still]:
                 self._after_owed.discard(id)
@@ -4293,7 +4309,7 @@ class Scheduler:
                 self._emit(events)
             if occ is not None:
                 self._execute(occ)
-                return Run(occ[0], occ[1], occ[2], occ[3], occ[6])
+                return Run(occ.job, occ.due, occ.timebase, occ.attempt, occ.fire)
 
     def run_until(self, when: datetime | float | int) -> int:
         """Run every occurrence due up to and including ``when``, in order.
@@ -4601,7 +4617,7 @@ class Scheduler:
                         self._runner = None
         finally:
             occ = _current.get()
-            inside = (occ is not None and occ[0]._sched is self) or serving() is self._engine
+            inside = (occ is not None and occ.job._sched is self) or serving() is self._engine
             if (
                 self._durable
                 and not inside
@@ -4726,7 +4742,7 @@ class Scheduler:
         """
         seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
         occ = _current.get()
-        if (occ is not None and occ[0]._sched is self) or serving() is self._engine:
+        if (occ is not None and occ.job._sched is self) or serving() is self._engine:
             # From inside one of its runs, or a run's listener: that run is going, so it is not
             # idle, and waiting for it to end would wait for itself (for ever, without a
             # timeout).
