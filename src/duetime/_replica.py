@@ -344,7 +344,7 @@ class Replica:
         """With a durable store, bring the dead letters in memory up to the store's: other
         processes add them (their jobs die there) and take them (retry, discard). Lock held.
         If the store cannot answer, what memory holds stands (the failure is logged)."""
-        store: Any = self._store
+        store = self._store
         if not store.is_open:
             return
         try:
@@ -385,7 +385,7 @@ class Replica:
                 task = job.func.task
                 job.func = func
                 self.name_task(job, task)
-        store: Any = self._store
+        store = self._store
         trigger, state = job._trigger, job._state
         attempt = None if job._x is None else job._x.attempt
         self._s._revive(job, id)
@@ -417,6 +417,11 @@ class Replica:
             if isinstance(exc, ConflictingIdError):
                 raise ConflictingIdError(id, _LIVE_AGAIN) from None
             raise
+
+    @property
+    def store(self) -> SQLiteStore | PostgresStore:
+        """The durable store this replica keeps."""
+        return self._store
 
     @property
     def poll_ns(self) -> int:
@@ -596,7 +601,7 @@ class Replica:
         it holds at most ``_TWIN_JOBS`` jobs, so that the check never costs a busy process."""
         if (
             self._twin_checks >= _TWIN_CHECKS
-            or self._store._batch
+            or self._store.batch_open
             or self._store.count() > _TWIN_JOBS
         ):
             return
@@ -798,7 +803,7 @@ class Replica:
     def cancel_unreadable(self, id: str) -> bool:
         """Cancel job ``id`` if the store holds it live but this process cannot load it (lock
         held): the only change such a row takes. Whether it was live."""
-        store: Any = self._store
+        store = self._store
         if ("jobs", id) not in store.quarantine:
             return False
         return bool(store.cancel_unreadable(id, self._clock.time_ns()))
@@ -900,7 +905,7 @@ class Replica:
     def sync_locked(self, full: bool = True) -> None:
         """Read other processes' changes (lock held); with ``full``, also renew this process's
         leases, take over runs whose lease ran out and delete old records, when due."""
-        store: Any = self._store
+        store = self._store
         if not store.is_open:
             return  # shut down: what is in memory is the last word
         try:
@@ -967,7 +972,7 @@ class Replica:
         """Renew the leases of the runs going on here when a poll is due (lock held): all of
         ``_sync_locked``'s upkeep that a stopping runner wants while it waits for them (it
         must not take other workers' lost runs over, nor read their changes)."""
-        store: Any = self._store
+        store = self._store
         if not store.is_open or not (self._s._running_total or self._taken):
             return
         now = self._clock.time_ns()
@@ -1007,7 +1012,7 @@ class Replica:
     def _take_over(
         self, key: str, job_id: str, due: int, attempt: int, worker: str | None, now: int
     ) -> None:
-        store: Any = self._store
+        store = self._store
         job = store.get(job_id)
         if job is None:
             row = store.load_row(job_id)
@@ -1487,7 +1492,7 @@ class Replica:
         them with it (other runs' outcomes: the runs stayed "running", and ran again after
         their leases). ``batch()`` writes them before it opens and after it closes."""
         outbox = self.outbox
-        if outbox and not self._store._batch:
+        if outbox and not self._store.batch_open:
             self.outbox = []
             self._record_outcomes(outbox)
 
@@ -1526,7 +1531,7 @@ class Replica:
     ) -> None:
         """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
         runs this worker no longer held, keep dead letters."""
-        store: Any = self._store
+        store = self._store
         owed: list[str] = []  # fire keys whose outcome could not be written
         failure: StoreError | None = None
         for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
@@ -1571,7 +1576,7 @@ class Replica:
                         store.save_dead(
                             job.id,
                             json.dumps(_asdict(row)),
-                            ask[3],  # (the error's text, as the outcome recorded it)
+                            ask[3] or "",  # (the error's text, as the outcome recorded it)
                             _durable.storable(dead.traceback),
                             dead.attempts,
                             due,
@@ -1612,7 +1617,7 @@ class Replica:
         self.flush_outcomes()
         if self._owed:
             self._pay_owed()
-        store: Any = self._store
+        store = self._store
         jobs = {id: store.get(id) for id in hit}
         # (One whose outcome the store refused again stays owed, its job as memory has it: read
         # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
@@ -1635,14 +1640,14 @@ class Replica:
         back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
         the store is about to close (``_record_outcomes``). Not inside a ``batch()``
         (``_flush_outcomes``)."""
-        if self._store._batch:
+        if self._store.batch_open:
             return
         owed, self._owed = self._owed, []
         if owed:
             self._record_outcomes(owed, final)
         if self._after_owed:
             still = {o.job._id for o in self._owed}
-            store: Any = self._store
+            store = self._store
             for id in [id for id in self._after_owed if id not in still]:
                 self._after_owed.discard(id)
                 job = store.get(id)

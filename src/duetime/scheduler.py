@@ -806,7 +806,7 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if self._replica is not None and not self._store._batch:  # type: ignore[attr-defined]
+            if self._replica is not None and not self._replica.store.batch_open:
                 # (Inside a batch this process holds the write lock: nobody else can change.)
                 self._replica.sync_locked(full=False)
             existing = None if id is None else self._store.get(id)
@@ -990,7 +990,7 @@ class Scheduler:
             self._tasks[name] = func
             if self._replica is not None:
                 self._replica.task_of.pop(func, None)  # rows name it by its task name from now on
-                if self._store.is_open:  # type: ignore[attr-defined]
+                if self._replica.store.is_open:
                     self._replica.announce()
                 if self._replica.unresolved:
                     self._replica.unpark()
@@ -1444,7 +1444,7 @@ class Scheduler:
                 # Written first: a store that refuses it leaves the job as it was, here too.
                 state, job._state = job._state, JobState.CANCELLED
                 try:
-                    self._store.write(  # type: ignore[attr-defined]
+                    self._replica.store.write(
                         [self._replica.row(job)], self._clock.time_ns(), drop_retries=True
                     )
                 except BaseException:
@@ -1586,11 +1586,11 @@ class Scheduler:
                 raise SchedulerShutdownError("trigger")
             job = self._lookup(job_or_id)
             if self._replica is not None:
-                self._store.insert_pending()  # type: ignore[attr-defined]
+                self._replica.store.insert_pending()
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
             key = (
-                self._free_trigger_key(job, wall)
+                self._free_trigger_key(self._replica.store, job, wall)
                 if self._replica is not None
                 else self._next_trigger_key(job, wall)
             )
@@ -1637,13 +1637,12 @@ class Scheduler:
         x.triggered = us
         return self._trigger_key(job, us * 1000)
 
-    def _free_trigger_key(self, job: Job, wall: int) -> str:
+    def _free_trigger_key(self, store: SQLiteStore | PostgresStore, job: Job, wall: int) -> str:
         """The fire key of a ``trigger()`` run made at ``wall`` on a durable store (lock held):
         the instant's, or if a run of that key is recorded already (a second ``trigger()``
         within a microsecond, as on a fake clock that has not moved), the first later
         microsecond's that is free. The store records each key once, and each call asks for
         a run of its own (in memory, too, both run)."""
-        store: Any = self._store
         step = 0
         while True:
             keys = [self._trigger_key(job, wall + (step + i) * 1000) for i in range(8)]
@@ -2190,7 +2189,7 @@ class Scheduler:
                 if self._replica is not None and fire is not None:
                     if not failed and (lost or cancelled):
                         with contextlib.suppress(StoreError):
-                            self._store.mark_lost(fire, self._clock.time_ns())  # type: ignore[attr-defined]
+                            self._replica.store.mark_lost(fire, self._clock.time_ns())
                             # Rescheduled: a new first fire at the same instant has the same
                             # key, which must stay free for it to run.
                             if (
@@ -2198,11 +2197,11 @@ class Scheduler:
                                 and job._base is not None
                                 and fire_key_at(job.id, job._base) == fire
                             ):
-                                self._store.reopen_key(fire)  # type: ignore[attr-defined]
+                                self._replica.store.reopen_key(fire)
                     elif give_back:
                         returned.append((fire, occ.attempt))
                     elif interrupted:
-                        self._store.let_lapse(fire)  # type: ignore[attr-defined]
+                        self._replica.store.let_lapse(fire)
                 if (
                     (give_back or interrupted)
                     and self._shutdown
@@ -2215,9 +2214,9 @@ class Scheduler:
                     # scheduled at its due time (a durable store runs it after a restart).
                     self._queue_regular(job, occ.due)
                 self._after_run(job, failed)
-            if returned:
+            if returned and self._replica is not None:
                 try:
-                    self._store.release(returned)  # type: ignore[attr-defined]
+                    self._replica.store.release(returned)
                 except StoreError as exc:
                     logger.warning(
                         "could not give back %d runs (taken over when their leases run out): %s",
@@ -2621,7 +2620,7 @@ class Scheduler:
                     f"backfill a shorter range at a time"
                 )
             keyed = [(fire_key_at(job.id, t), t) for t in fires]
-            new = set(self._store.enqueue(job.id, keyed))  # type: ignore[attr-defined]
+            new = set(self._replica.store.enqueue(job.id, keyed))
             now = self._clock.time_ns()
             for key, t in keyed:
                 if key in new:
@@ -2662,7 +2661,7 @@ class Scheduler:
         # integer beyond 64 bits.)
         limit = min(limit, 2**62)
         with self._lock:
-            return self._store.runs(job_id, state, limit)  # type: ignore[attr-defined, no-any-return]
+            return self._replica.store.runs(job_id, state, limit)
 
     def unreadable(self) -> list[UnreadableRow]:
         """The stored rows this process could not read, and skipped (quarantined).
@@ -2682,7 +2681,7 @@ class Scheduler:
             self._replica.sync_locked(full=False)
             if self._replica is not None:
                 self._replica.sync_dead()
-            return self._store.quarantine.rows()  # type: ignore[attr-defined, no-any-return]
+            return self._replica.store.quarantine.rows()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -2699,8 +2698,8 @@ class Scheduler:
             yield
             return
         with self._lock:
-            store: Any = self._store
-            outermost = not store._batch
+            store = self._replica.store
+            outermost = not store.batch_open
             if outermost:
                 self._replica.write_outcomes_locked()  # (of runs that ended before: no part of it)
             before = set(store.index)
@@ -3080,7 +3079,7 @@ class Scheduler:
                 durable store it is given back, for another process to run).
         """
         with self._lock:
-            if self._replica is not None and self._store._batch:  # type: ignore[attr-defined]
+            if self._replica is not None and self._replica.store.batch_open:
                 # (Only the thread holding the batch gets here while it is open. Its runner
                 # would wait for the lock this thread holds, and the store would close under
                 # the open transaction.)

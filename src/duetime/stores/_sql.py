@@ -722,6 +722,11 @@ class SQLStore(MemoryStore):
             raise ConflictingIdError(taken[0], _TAKEN_IN_BATCH)
         self._pending = []
 
+    @property
+    def batch_open(self) -> bool:
+        """Whether a ``batch()`` block is open (its writes wait for its end)."""
+        return self._batch > 0
+
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Make every change inside the block one transaction (committed at its end, rolled
