@@ -131,3 +131,8 @@ def test_the_modules_form_a_one_way_stack() -> None:
     # @duetime.task declarations under everything (a tasks module imports nothing else).
     assert [m for m in sorted(graph) if "duetime._worker" in graph[m]] == ["duetime.__main__"]
     assert graph["duetime._declared"] <= {"duetime.errors"}
+    # The durable component sits under the facade that composes it, and only the facade does:
+    # what it uses of the facade is its own Host protocol, never an import of the Scheduler.
+    assert [m for m in sorted(graph) if "duetime._replica" in graph[m]] == ["duetime.scheduler"]
+    assert "duetime.scheduler" not in graph["duetime._replica"]
+    assert graph["duetime._dead"] <= {"duetime.job"}
