@@ -16,13 +16,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from duetime.clock import NsClock
 from duetime.events import Event
 from duetime.job import Occ
 
-__all__ = ["Engine"]
+__all__ = ["Cycle", "Engine"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -112,3 +112,13 @@ class Engine:
     sync: Callable[[], None]
     renew: Callable[[], None]
     may_start: Callable[[Occ], bool] | None
+
+
+class Cycle(NamedTuple):
+    """The life cycle's steps as the scheduler calls them: its own, or, with a durable store,
+    its replica's, which claim a run before ``begin`` and settle it after ``finish``. Chosen
+    once, at construction."""
+
+    begin: Callable[[Any, int, int, int, int], Occ | None]
+    call: Callable[..., tuple[Occ, Any, Exception | None] | None]
+    finish: Callable[[tuple[Occ, Any, Exception | None]], None]

@@ -42,9 +42,8 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta, timezone, tzinfo
-from heapq import heappop
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from duetime import _durable, _foreign, policy
 from duetime._aiorunner import AsyncRunner, is_coroutine_function
@@ -52,8 +51,9 @@ from duetime._awaiting import await_result as _await
 from duetime._awaiting import is_generator_function
 from duetime._dead import FailedJob
 from duetime._durable import MissingTask
-from duetime._engine import Engine
+from duetime._engine import Cycle, Engine
 from duetime._replica import Replica
+from duetime._stepping import Stepping
 from duetime._timers import (
     DUE_SHIFT,
     PRIORITY_MAX,
@@ -67,8 +67,6 @@ from duetime._validate import (
     aware_datetime,
     datetime_to_ns,
     duration_ns,
-    epoch_ns,
-    in_calendar,
     integer,
     lower_scheme,
     name_hint,
@@ -159,14 +157,6 @@ else:  # pragma: no cover
         from typing_extensions import Unpack
 
 __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
-
-
-class _Cycle(NamedTuple):
-    """The life cycle's steps as the scheduler calls them: its own, or its replica's."""
-
-    begin: Callable[[Any, int, int, int, int], Occ | None]
-    call: Callable[..., tuple[Occ, Any, Exception | None] | None]
-    finish: Callable[[tuple[Occ, Any, Exception | None]], None]
 
 
 def _nothing() -> None:
@@ -492,13 +482,14 @@ class Scheduler:
         self._executors_spec = dict(executors or {})
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
+        self._stepping = Stepping(self)  # run_pending, step, run_until, run_for
         # The life cycle's three steps (begin, call, finish): the replica's, which claim and
         # settle each run in the store, when the store is durable; chosen here, once.
         self._replica: Replica | None = None
-        self._cycle = _Cycle(self._begin, self._call, self._finish_locked)
+        self._cycle = Cycle(self._begin, self._call, self._finish_locked)
         if isinstance(store, (SQLiteStore, PostgresStore)):
             durable = self._replica = Replica(self, store)
-            self._cycle = _Cycle(durable.begin, durable.call, durable.finish)
+            self._cycle = Cycle(durable.begin, durable.call, durable.finish)
             try:
                 durable.open()
             except BaseException:
@@ -2728,30 +2719,6 @@ class Scheduler:
 
     # -- driving time by hand -------------------------------------------------------------------
 
-    def _steppable(self, method: str) -> SteppableClock:
-        if self._shutdown:
-            raise SchedulerShutdownError(method)
-        clock = self._clock
-        if self._replica is not None:
-            with self._lock:
-                self._replica.sync_locked()
-            if not isinstance(self._user_clock, SteppableClock):
-                raise TypeError(
-                    f"{method}() needs a steppable clock such as FakeClock; this scheduler's "
-                    f"clock is {self._user_clock!r}, which only real time moves"
-                )
-            return clock  # type: ignore[return-value]
-        if self._fake:
-            # A FakeClock is steppable; the protocol check below costs ~500 bytecodes, which
-            # a simulation stepping one event at a time would pay on every call.
-            return clock  # type: ignore[return-value]
-        if not isinstance(clock, SteppableClock):
-            raise TypeError(
-                f"{method}() needs a steppable clock such as FakeClock; this scheduler's clock "
-                f"is {self._user_clock!r}, which only real time moves"
-            )
-        return clock
-
     def run_pending(self) -> int:
         """Run, in this thread, every occurrence due at the clock's current time.
 
@@ -2764,28 +2731,7 @@ class Scheduler:
         Raises:
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._clock
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError("run_pending")
-            if self._replica is not None:
-                self._replica.sync_locked()
-            wall = clock.time_ns()
-            mono = clock.monotonic_ns()
-        count = 0
-        while True:
-            with self._lock:
-                item = self._pop_due(wall, mono)
-                if item is None:
-                    break
-                occ = self._cycle.begin(*item, clock.time_ns(), clock.monotonic_ns())
-                events = self._take_events()
-            if events:
-                self._emit(events)
-            if occ is not None:
-                self._execute(occ)
-                count += 1
-        return count
+        return self._stepping.run_pending()
 
     def step(self, until: datetime | float | int | None = None) -> Run | None:
         """Jump the clock to the next due occurrence and run it (needs a steppable clock).
@@ -2806,48 +2752,7 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("step")
-        with self._lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
-            self._observed()
-        horizon = None if until is None else self._target("until", until)
-        floor = clock.time_ns()  # (durable: leases ending after this are still to stop at)
-        while True:
-            with self._lock:
-                wall = clock.time_ns()
-                mono = clock.monotonic_ns()
-                head = self._store.head(wall, mono)
-                if self._replica is not None:
-                    # A lease ending before the next occurrence (and the horizon) is where a
-                    # lost run falls due, taken over: time stops there first (run_until).
-                    end = self._replica.next_lease_end(max(floor, wall))
-                    if (
-                        end is not None
-                        and (head is None or end <= head[2] - mono + wall)
-                        and (horizon is None or end <= horizon)
-                    ):
-                        floor = self._replica.stop_at_lease_end(clock, end)
-                        continue
-                if horizon is not None and (head is None or head[2] > horizon - wall + mono):
-                    # (head[2] is on the monotonic axis; the horizon is wall-clock.)
-                    if horizon > wall:
-                        clock.advance_ns(horizon - wall)
-                    return None
-                if head is None:
-                    return None
-                tb, entry, due = head
-                if due > mono:
-                    # Both timebases move alike, so this stays the head, now due.
-                    clock.advance_ns(due - mono)
-                    wall = clock.time_ns()
-                    mono = clock.monotonic_ns()
-                key = self._store.take(tb, entry)
-                occ = self._cycle.begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                events = self._take_events()
-            if events:
-                self._emit(events)
-            if occ is not None:
-                self._execute(occ)
-                return Run(occ.job, occ.due, occ.timebase, occ.attempt, occ.fire)
+        return self._stepping.step(until)
 
     def run_until(self, when: datetime | float | int) -> int:
         """Run every occurrence due up to and including ``when``, in order.
@@ -2866,20 +2771,7 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("run_until")
-        target = self._target("when", when)
-        if self._replica is not None:
-            return self._replica.run_to(clock, target)
-        return self._run_to(clock, target)
-
-    @staticmethod
-    def _target(param: str, when: datetime | float | int) -> int:
-        """A wall-clock target (aware datetime or epoch seconds) in epoch nanoseconds."""
-        if isinstance(when, datetime):
-            return datetime_to_ns(aware_datetime(param, when))
-        if isinstance(when, (int, float)) and not isinstance(when, bool):
-            return epoch_ns(param, when)
-        raise TypeError(f"{param} must be an aware datetime or epoch seconds, got {when!r}")
+        return self._stepping.run_until(when)
 
     def run_for(self, seconds: float | int | timedelta) -> int:
         """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta).
@@ -2888,142 +2780,14 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("run_for")
-        span = duration_ns("seconds", seconds)
-        target = clock.time_ns() + span
-        if not in_calendar(target):
-            # (The stepping loop moves a FakeClock without asking it: it would pass the year
-            # 9999, and every later reading of the time raise OverflowError.)
-            raise InvalidArgument(
-                f"seconds would take the clock past the years 1 to 9999, got {seconds!r}"
-            )
-        if self._replica is not None:
-            return self._replica.run_to(clock, target)
-        return self._run_to(clock, target)
+        return self._stepping.run_for(seconds)
 
     def _run_to(self, clock: SteppableClock, target: int) -> int:
         # The stepping loop: take the head if it is due by the target, move the clock to its
         # due time, and hand it to the one life cycle (_begin, _call, _finish_locked), the same
         # methods the runners use. Each outcome is recorded under the lock acquisition that
         # takes the next occurrence, so an event costs one acquisition.
-        count = 0
-        lock = self._lock
-        with lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
-            self._observed()
-        # Bound methods in a try/finally cost half of a with statement on CPython 3.11, which
-        # looks up __enter__ and __exit__ on every entry.
-        acquire = lock.acquire
-        release = lock.release
-        store = self._store
-        head = store.head
-        queues = store.queues
-        qwall, qmono = queues
-        heap = qmono._heap
-        run = qmono._run
-        live = qmono._live
-        begin, call, finish = self._cycle
-        time_ns = clock.time_ns
-        monotonic_ns = clock.monotonic_ns
-        advance_ns = clock.advance_ns
-        # An unwatched FakeClock is read and moved through its two integers. (Its own lock
-        # guards those against other threads moving it; a clock being stepped here has no
-        # runner, and a test that advances it from another thread meanwhile races anyway.)
-        fake = self._fake
-        done: tuple[Occ, Any, Exception | None] | None = None
-        tail: Sequence[Event] = ()
-        outcome: Sequence[Event] = ()
-        try:
-            while True:
-                if outcome:
-                    # A run's outcome reaches listeners before the clock moves on, and what
-                    # they schedule is in the queues when the next head is chosen.
-                    self._emit(outcome)
-                    outcome = ()
-                acquire()
-                try:
-                    if done is not None:
-                        finish(done)
-                        done = None
-                        if self._pending_events:
-                            outcome = self._take_events()
-                            continue
-                    if fake:
-                        wall = clock._wall  # type: ignore[attr-defined]
-                        mono = clock._mono  # type: ignore[attr-defined]
-                    else:
-                        wall = time_ns()
-                        mono = monotonic_ns()
-                    limit = target - wall + mono  # the wall-clock target on the monotonic axis
-                    if qwall._live:  # both queues: compare their heads on one axis
-                        found = head(wall, mono)
-                        if found is None or found[2] > limit:
-                            tail = self._take_events()
-                            break
-                        tb, entry, due = found
-                        key = queues[tb].pop_entry(entry)
-                    else:
-                        # TimerQueue.head() and pop_entry() on the monotonic queue, inlined:
-                        # a queue step, not a life-cycle step, and a call here would cost
-                        # ~900 instructions per event (docs/decisions.md).
-                        if qmono._new:
-                            qmono.absorb()
-                        while True:
-                            if run and not (heap and heap[0] < run[-1]):
-                                entry = run[-1]
-                                if entry >> DUE_SHIFT > limit:
-                                    key = None
-                                    break
-                                run.pop()
-                            elif heap:
-                                entry = heap[0]
-                                if entry >> DUE_SHIFT > limit:
-                                    key = None
-                                    break
-                                heappop(heap)
-                            else:
-                                key = None
-                                break
-                            key = live.pop(entry, None)
-                            if key is not None:
-                                key._qkey = None
-                                break
-                            qmono._stale -= 1
-                        if key is None:
-                            tail = self._take_events()
-                            break
-                        tb = MONOTONIC
-                        due = entry >> DUE_SHIFT
-                    if due > mono:
-                        # The clock is exact integers: after this jump "now" equals the due
-                        # time, so the occurrence is never left a rounding error short of due.
-                        if fake and not clock._watched:  # type: ignore[attr-defined]
-                            wall += due - mono
-                            clock._wall = wall  # type: ignore[attr-defined]
-                            clock._mono = mono = due  # type: ignore[attr-defined]
-                        else:
-                            advance_ns(due - mono)
-                            wall += due - mono
-                            mono = due
-                    occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                    events = self._take_events() if self._pending_events else ()
-                finally:
-                    release()
-                if events:
-                    self._emit(events)
-                if occ is not None:
-                    done = call(occ)
-                    if done is not None:
-                        count += 1
-        finally:
-            if done is not None:
-                with lock:
-                    finish(done)
-        if tail:
-            self._emit(tail)
-        wall = time_ns()
-        if target > wall:
-            advance_ns(target - wall)
-        return count
+        return self._stepping.run_to(clock, target)
 
     def _take_events(self) -> Sequence[Event]:
         """Hand over the events raised under the lock (call with the lock held).
