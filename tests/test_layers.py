@@ -100,7 +100,12 @@ def test_no_duetime_import_hides_inside_a_function() -> None:
 
 
 #: The parts the Scheduler composes, one responsibility each (docs/concepts.md).
-FACADE_PARTS = ("duetime._replica", "duetime._stepping")
+FACADE_PARTS = (
+    "duetime._replica",
+    "duetime._stepping",
+    "duetime._dead_letters",
+    "duetime._manual",
+)
 
 
 def test_the_modules_form_a_one_way_stack() -> None:

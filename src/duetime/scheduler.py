@@ -41,7 +41,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
@@ -50,8 +50,10 @@ from duetime._aiorunner import AsyncRunner, is_coroutine_function
 from duetime._awaiting import await_result as _await
 from duetime._awaiting import is_generator_function
 from duetime._dead import FailedJob
+from duetime._dead_letters import DeadLetters
 from duetime._durable import MissingTask
 from duetime._engine import Cycle, Engine
+from duetime._manual import ManualFires
 from duetime._replica import Replica
 from duetime._stepping import Stepping
 from duetime._timers import (
@@ -129,10 +131,9 @@ from duetime.job import (
     revoked,
 )
 from duetime.job import Side as _Side
-from duetime.poisson import Poisson
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, WALL, After, At, Env, FixedRate, Recurrence
+from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
 from duetime.runner import Runner, RunnerLike, serving
 from duetime.stats import Stats, StatsRecorder
@@ -243,18 +244,10 @@ def _timebase(trigger: Any) -> int:
     return WALL if cls is datetime else trigger.timebase
 
 
-# Why retry_failed() cannot queue a dead letter whose id a live job has taken (it has no
-# replace=True to point at).
-_LIVE_AGAIN = (
-    "a live job has that id now: cancel it first, or drop the dead letter (discard_failed)"
-)
 # How often (real seconds) wait_idle() without a runner looks whether the runs still going
 # have ended.
 _IDLE_SLICE = 0.005
 _LEASE_MOST = LEASE_MOST_NS
-
-# The most fires one backfill() call enqueues.
-_BACKFILL_LIMIT = 100_000
 
 
 def _check_retry(retry: object) -> None:
@@ -279,20 +272,6 @@ def _store_from_url(url: str) -> MemoryStore:
 
 # Classes already known to implement Recurrence (see _recurrence).
 _RECURRENCE_TYPES: set[type] = set()
-
-
-def _dead_id(id: object, host: object) -> str:
-    """The id ``retry_failed``/``discard_failed`` were given: an id, or a Job or FailedJob of
-    ``host``'s (a handle from another scheduler names no letter here, as ``cancel`` says)."""
-    if isinstance(id, str):
-        return id
-    if isinstance(id, FailedJob):
-        id = id.job
-    if isinstance(id, Job):
-        if id._sched is not host or id._id is None:  # (_id: reading .id would name it)
-            raise JobLookupError(id._id if id._id is not None else id, "failed job")
-        return id._id
-    raise TypeError(f"id must be a str, a Job or a FailedJob, got {id!r}")
 
 
 def _check_task_name(name: object) -> None:
@@ -483,6 +462,8 @@ class Scheduler:
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
         self._stepping = Stepping(self)  # run_pending, step, run_until, run_for
+        self._dead_letters = DeadLetters(self)  # failed, retry_failed, discard_failed
+        self._manual = ManualFires(self)  # trigger, backfill
         # The life cycle's three steps (begin, call, finish): the replica's, which claim and
         # settle each run in the store, when the store is durable; chosen here, once.
         self._replica: Replica | None = None
@@ -1572,76 +1553,7 @@ class Scheduler:
             JobLookupError: No job has that id.
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError("trigger")
-            job = self._lookup(job_or_id)
-            if self._replica is not None:
-                self._replica.store.insert_pending()
-            wall = self._clock.time_ns()
-            mono = self._clock.monotonic_ns()
-            key = (
-                self._free_trigger_key(self._replica.store, job, wall)
-                if self._replica is not None
-                else self._next_trigger_key(job, wall)
-            )
-            side = _Side(job, wall, WALL, 1, key=key)
-            if (
-                self._runner is not None
-                or job._state is JobState.PAUSED
-                or (self._replica is not None and type(job.func) is MissingTask)
-            ):
-                # The runner (or resume, or a process that has the task) takes it from there.
-                if self._replica is not None:
-                    self._replica.enqueue_trigger(job, side, wall)
-                else:
-                    self._queue_side(side, mono)
-                return
-            # No runner: begin exactly this side now and run it in this thread.
-            self._attach_side(side)
-            self._observed()
-            if self._replica is not None:
-                occ = self._replica.trigger(side, wall, mono)
-            else:
-                occ = self._cycle.begin(side, MONOTONIC, mono, wall, mono)
-            events = self._take_events()
-        if events:
-            self._emit(events)
-        if occ is not None:
-            self._execute(occ)
-
-    def _trigger_key(self, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
-        return f"{job.id}@trigger-{ns_to_datetime(wall, timezone.utc).isoformat()}"
-
-    def _next_trigger_key(self, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` in memory (lock held): the
-        instant's, or, within a second before the last trigger's key (a fake clock that has not
-        moved), the microsecond after it, as a durable store's ``_free_trigger_key`` gives. (Each
-        trigger() asks for a run of its own, with a key of its own; stepped back further, the
-        key is now's.)"""
-        x = job._extras()
-        us = wall // 1000  # (a key's precision)
-        last = x.triggered
-        if last is not None and last - 1_000_000 < us <= last:
-            us = last + 1
-        x.triggered = us
-        return self._trigger_key(job, us * 1000)
-
-    def _free_trigger_key(self, store: SQLiteStore | PostgresStore, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` on a durable store (lock held):
-        the instant's, or if a run of that key is recorded already (a second ``trigger()``
-        within a microsecond, as on a fake clock that has not moved), the first later
-        microsecond's that is free. The store records each key once, and each call asks for
-        a run of its own (in memory, too, both run)."""
-        step = 0
-        while True:
-            keys = [self._trigger_key(job, wall + (step + i) * 1000) for i in range(8)]
-            taken = store.recorded_keys(keys)
-            for key in keys:
-                if key not in taken:
-                    return key
-            step += 8
+        return self._manual.trigger(job_or_id)
 
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
@@ -2443,17 +2355,11 @@ class Scheduler:
     def failed(self) -> list[FailedJob]:
         """One-shot jobs whose last attempt failed (the dead-letter list), oldest first. With
         a durable store: as the store has it now, whichever process the jobs died in."""
-        with self._lock:
-            if self._replica is not None:
-                self._replica.sync_dead()
-            return self._store.dead_letters()
+        return self._dead_letters.failed()
 
     def _sort_dead(self) -> None:
         """Order the dead letters oldest first, as ``failed()`` promises (lock held)."""
-        dead: dict[str, FailedJob] = self._store.dead
-        ordered = sorted(dead.items(), key=lambda item: item[1].failed_at)
-        dead.clear()
-        dead.update(ordered)
+        return self._dead_letters.sort_dead()
 
     def retry_failed(self, id: str | Job | FailedJob) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -2465,44 +2371,12 @@ class Scheduler:
             JobLookupError: No failed job has that id.
             ConflictingIdError: A live job has taken the id meanwhile.
         """
-        id = _dead_id(id, self)
-        with self._lock:
-            if self._replica is not None and not self._shutdown:
-                # The job died in another process: this one's copy is live until it reads
-                # the change (it said ConflictingIdError for the job's own id).
-                self._replica.sync_locked(full=False)
-            if self._replica is not None:
-                self._replica.sync_dead()
-            entry = self._store.dead_letter(id)
-            if entry is None:
-                raise JobLookupError(id, "failed job")
-            if self._store.get(id) is not None:
-                raise ConflictingIdError(id, _LIVE_AGAIN)
-            if self._shutdown:
-                raise SchedulerShutdownError("retry a failed job")
-            job: Job = entry.job
-            if self._replica is not None:
-                self._replica.retry_failed(id, entry)
-            else:
-                self._store.take_dead(id)
-                self._revive(job, id)
-            event = (
-                JobAdded(id, self._now_dt(), self._job_next_run_time(job))
-                if self._observed()
-                else None
-            )
-        if event is not None:
-            self._emit([event])
-        return job
+        return self._dead_letters.retry_failed(id)
 
     def _revive(self, job: Job, id: str) -> None:
         """Make a dead letter's job live again under ``id``, due now, with a fresh attempt
         count (lock held)."""
-        job._trigger = After(0)
-        job._state = JobState.SCHEDULED
-        job._extras().attempt = 0
-        self._store.add(job, id)
-        self._queue_regular(job, self._clock.monotonic_ns())
+        return self._dead_letters.revive(job, id)
 
     def discard_failed(self, id: str | Job | FailedJob) -> bool:
         """Drop a job from the dead-letter list. Returns whether it was there.
@@ -2510,11 +2384,7 @@ class Scheduler:
         Args:
             id: The job's id, or the ``Job`` or ``FailedJob`` (from ``failed()``) itself.
         """
-        id = _dead_id(id, self)
-        with self._lock:
-            if self._replica is not None:
-                self._replica.sync_dead()
-            return self._store.take_dead(id) is not None
+        return self._dead_letters.discard_failed(id)
 
     def stats(self) -> Stats:
         """A snapshot of counters, queue sizes and start-lateness percentiles."""
@@ -2562,61 +2432,7 @@ class Scheduler:
                 times (``FixedDelay``, ``Poisson``, ``After``).
             TypeError: The scheduler's store is not durable.
         """
-        if self._replica is None:
-            raise TypeError(
-                "backfill() needs a durable store (SQLiteStore, PostgresStore): a MemoryStore "
-                "keeps no record of which fires ran"
-            )
-        lo = datetime_to_ns(aware_datetime("start", start))
-        hi = datetime_to_ns(aware_datetime("end", end))
-        if lo > hi:
-            raise InvalidArgument(f"start must not be after end, got {start!r} and {end!r}")
-        with self._lock:
-            job = self._lookup(job_or_id)
-            trig = job.trigger
-            hi = min(hi, self._clock.time_ns() + 1)  # (due by now, now included)
-            begins = getattr(trig, "start", None)
-            if isinstance(begins, datetime) and not isinstance(trig, At):
-                # (A Cron's or FixedRate's start= bounds its fires: those before it were never
-                # the recurrence's, and were queued and run.)
-                lo = max(lo, datetime_to_ns(begins))
-            fires: list[int] = []
-            if isinstance(trig, At):
-                t = datetime_to_ns(trig.when)
-                fires = [t] if lo <= t < hi else []
-            elif isinstance(trig, FixedRate):
-                anchor = job._base
-                if anchor is None:
-                    raise InvalidArgument(
-                        f"job {job.id!r} has no next fire to place the FixedRate grid from"
-                    )
-                step = trig._ns
-                t = anchor + -(-(lo - anchor) // step) * step
-                while t < hi and len(fires) <= _BACKFILL_LIMIT:
-                    fires.append(t)
-                    t += step
-            elif trig.timebase == WALL and trig.recurring and not isinstance(trig, Poisson):
-                nxt = trig.next(lo - 1, self._env)
-                while nxt is not None and nxt < hi and len(fires) <= _BACKFILL_LIMIT:
-                    fires.append(nxt)
-                    nxt = trig.next(nxt, self._env)
-            else:
-                raise InvalidArgument(
-                    f"job {job.id!r} has no fixed fire times to backfill: its trigger is "
-                    f"{trig!r} (backfill works for At, FixedRate and Cron)"
-                )
-            if len(fires) > _BACKFILL_LIMIT:
-                raise InvalidArgument(
-                    f"start to end holds more than {_BACKFILL_LIMIT} fires of job {job.id!r}; "
-                    f"backfill a shorter range at a time"
-                )
-            keyed = [(fire_key_at(job.id, t), t) for t in fires]
-            new = set(self._replica.store.enqueue(job.id, keyed))
-            now = self._clock.time_ns()
-            for key, t in keyed:
-                if key in new:
-                    self._replica.queue_fire(job, key, t, now)
-        return [key for key, _ in keyed if key in new]
+        return self._manual.backfill(job_or_id, start, end)
 
     def runs(
         self, job_or_id: Job | str | None = None, *, state: str | None = None, limit: int = 100
