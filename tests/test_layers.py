@@ -105,6 +105,9 @@ FACADE_PARTS = (
     "duetime._stepping",
     "duetime._dead_letters",
     "duetime._manual",
+    "duetime._options",
+    "duetime._registry",
+    "duetime._service",
 )
 
 

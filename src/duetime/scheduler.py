@@ -54,7 +54,16 @@ from duetime._dead_letters import DeadLetters
 from duetime._durable import MissingTask
 from duetime._engine import Cycle, Engine
 from duetime._manual import ManualFires
+from duetime._options import (
+    Options,
+    check_priority,
+    check_retry,
+    store_from_url,
+    timebase_of,
+)
+from duetime._registry import TaskRegistry
 from duetime._replica import Replica
+from duetime._service import Service
 from duetime._stepping import Stepping
 from duetime._timers import (
     DUE_SHIFT,
@@ -66,12 +75,8 @@ from duetime._validate import (
     DURATION_MOST_S,
     EPOCH_MOST_NS,
     NS_PER_SECOND,
-    aware_datetime,
-    datetime_to_ns,
     duration_ns,
     integer,
-    lower_scheme,
-    name_hint,
     ns_to_datetime,
     zone,
 )
@@ -83,9 +88,7 @@ from duetime.clock import (
     SteppableClock,
     SystemClock,
     WallAxis,
-    real_monotonic,
 )
-from duetime.cron import Cron
 from duetime.errors import (
     ConflictingIdError,
     InvalidArgument,
@@ -133,12 +136,12 @@ from duetime.job import (
 from duetime.job import Side as _Side
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
+from duetime.recurrence import MONOTONIC, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
-from duetime.runner import Runner, RunnerLike, serving
+from duetime.runner import RunnerLike
 from duetime.stats import Stats, StatsRecorder
 from duetime.stores.memory import MemoryStore
-from duetime.stores.postgres import PostgresStore, redact_dsn
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import (
     ENDED_STATES,
     LEASE_MOST_NS,
@@ -220,15 +223,6 @@ _NO_FUNC: Any = object()
 _SHORTHAND = (float, int, datetime)
 
 
-def _priority(value: Any) -> int:
-    integer("priority", value)
-    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
-        raise InvalidArgument(
-            f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {value!r}"
-        )
-    return int(value)
-
-
 def _held_regular(side: _Side) -> bool:
     """Whether ``side`` is a regular fire held back by ``Overlap.QUEUE`` (the one later regular
     fires coalesce into), not a retry, a ``trigger()`` run or a run taken over from a lost
@@ -236,50 +230,7 @@ def _held_regular(side: _Side) -> bool:
     return side.hold == _HELD and side.key is None and side.attempt == 1 and not side.claimed
 
 
-def _timebase(trigger: Any) -> int:
-    """The timebase of a job's trigger, without building an After/At for a raw shorthand."""
-    cls = type(trigger)
-    if cls is float or cls is int:
-        return MONOTONIC
-    return WALL if cls is datetime else trigger.timebase
-
-
-# How often (real seconds) wait_idle() without a runner looks whether the runs still going
-# have ended.
-_IDLE_SLICE = 0.005
 _LEASE_MOST = LEASE_MOST_NS
-
-
-def _check_retry(retry: object) -> None:
-    """Refuse what is not a retry policy instance (a policy class looks like one to the
-    protocol check, and would fail only at the first retry)."""
-    if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
-        raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
-
-
-def _store_from_url(url: str) -> MemoryStore:
-    """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
-    url = lower_scheme(url)
-    if url.startswith("sqlite:"):
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        return PostgresStore.from_url(url)
-    raise InvalidArgument(
-        f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
-        f"'postgresql://user@host/dbname', got {redact_dsn(url)!r}"
-    )
-
-
-# Classes already known to implement Recurrence (see _recurrence).
-_RECURRENCE_TYPES: set[type] = set()
-
-
-def _check_task_name(name: object) -> None:
-    """Refuse what cannot be a task name (``register``, ``task``)."""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {name!r}")
-    if not name:
-        raise InvalidArgument("name must not be empty")
 
 
 class Scheduler:
@@ -354,7 +305,7 @@ class Scheduler:
         if store is None:
             store = MemoryStore()
         elif isinstance(store, str):
-            store = _store_from_url(store)
+            store = store_from_url(store)
         elif not isinstance(store, MemoryStore):
             raise TypeError(
                 f"store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL "
@@ -366,7 +317,7 @@ class Scheduler:
             rng = random.Random()
         elif not isinstance(rng, random.Random):
             raise TypeError(f"rng must be a random.Random, got {rng!r}")
-        _check_retry(retry)
+        check_retry(retry)
         if not isinstance(misfire, Misfire):
             raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
         if not isinstance(overlap, Overlap):
@@ -461,9 +412,12 @@ class Scheduler:
         self._executors_spec = dict(executors or {})
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
+        self._opts = Options(self)  # what schedule()'s arguments mean
+        self._registry = TaskRegistry(self)  # register, task, tasks
         self._stepping = Stepping(self)  # run_pending, step, run_until, run_for
         self._dead_letters = DeadLetters(self)  # failed, retry_failed, discard_failed
         self._manual = ManualFires(self)  # trigger, backfill
+        self._service = Service(self)  # start, shutdown, wait_idle
         # The life cycle's three steps (begin, call, finish): the replica's, which claim and
         # settle each run in the store, when the store is durable; chosen here, once.
         self._replica: Replica | None = None
@@ -714,7 +668,7 @@ class Scheduler:
         task_name = None
         if type(func) is str:
             task_name = func
-            func = self._task_named(func)
+            func = self._registry.task_named(func)
         elif not callable(func):
             raise TypeError(f"func must be callable or a registered task name, got {func!r}")
         if when is _NO_WHEN:
@@ -722,7 +676,7 @@ class Scheduler:
                 "schedule() needs when: schedule(func, when), e.g. schedule(func, 30) for "
                 "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
             )
-        trigger, first, later = self._when(when)
+        trigger, first, later = self._opts.when(when)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
@@ -753,7 +707,7 @@ class Scheduler:
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str or None, got {name!r}")
         if type(priority) is not int or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-            priority = _priority(priority)
+            priority = check_priority(priority)
         if (
             retry is None
             and misfire is None
@@ -765,7 +719,7 @@ class Scheduler:
         ):
             opts = DEFAULT_OPTIONS
         else:
-            opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
+            opts = self._opts.options(retry, misfire, grace, overlap, jitter, limiter, executor)
             plain = False
         if replace and id is None:
             # (Without an id there is nothing to replace: each call makes a new job. Warned,
@@ -798,7 +752,7 @@ class Scheduler:
             else:
                 job = new_job(self, func, trigger)
             if later:
-                first = self._first(trigger)
+                first = self._opts.first(trigger)
             before = (
                 self._replica.row(existing)
                 if self._replica is not None and existing is not None
@@ -950,80 +904,18 @@ class Scheduler:
             TypeError: ``name`` is not a str or ``func`` is not callable.
             InvalidArgument: ``name`` is empty, or taken by another function.
         """
-        _check_task_name(name)
-        if not callable(func):
-            raise TypeError(f"func must be callable, got {func!r}")
-        with self._lock:
-            known = self._tasks.get(name)
-            if known is not None and known is not func:
-                raise InvalidArgument(
-                    f"name {name!r} is already the task {known!r}; a task name means one function"
-                )
-            self._tasks[name] = func
-            if self._replica is not None:
-                self._replica.task_of.pop(func, None)  # rows name it by its task name from now on
-                if self._replica.store.is_open:
-                    self._replica.announce()
-                if self._replica.unresolved:
-                    self._replica.unpark()
-                    # Runs of the task whose lease ran out were passed over while nothing here
-                    # could run them: look for them at once, not a poll interval later (never,
-                    # on a FakeClock that does not move).
-                    self._replica.next_poll = 0
-                    if self._runner is not None:
-                        self._runner.poll_now()
+        return self._registry.register(name, func)
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
 
         The function is registered at decoration time and returned unchanged.
         """
-        if callable(name):
-            # (@s.task without the name: the function came as the name, and would have been
-            # replaced by the decorator, registered under nothing.)
-            raise TypeError(
-                f"task() takes the task's name, then decorates: write "
-                f"@s.task({getattr(name, '__name__', 'name')!r}) above the function, got the "
-                f"function {name!r} itself"
-            )
-        _check_task_name(name)
-
-        def decorate(func: F) -> F:
-            self.register(name, func)
-            return func
-
-        return decorate
+        return self._registry.task(name)
 
     def tasks(self) -> dict[str, Callable[..., Any]]:
         """The registered tasks, by name."""
-        with self._lock:
-            return dict(self._tasks)
-
-    def _task_named(self, name: str) -> Callable[..., Any]:
-        func = self._tasks.get(name)
-        if func is None and self._replica is not None:
-            # A process that only schedules (a web app, an admin script) names tasks that
-            # its workers register: the job is stored under the name, and this process
-            # leaves it to them (or to a later register()), as it does a loaded one.
-            found = self._replica.resolve(name)
-            if found is None and name not in self._replica.hinted_tasks:
-                hint = name_hint(name, self._tasks)
-                if hint:  # (a near miss of a name this process registered: likely a typo)
-                    self._replica.hinted_tasks.add(name)
-                    logger.warning(
-                        "task %r is not registered in this process: the job is stored for "
-                        "the processes that register it%s",
-                        name,
-                        hint,
-                    )
-            return found or MissingTask(name)
-        if func is None:
-            known = ", ".join(sorted(self._tasks)) or "none yet"
-            raise InvalidArgument(
-                f"func {name!r} is not a registered task (registered: {known}); register it "
-                f"with @s.task({name!r}) or s.register({name!r}, fn){name_hint(name, self._tasks)}"
-            )
-        return func
+        return self._registry.tasks()
 
     def scheduled(
         self, when: Any = _NO_WHEN, **options: Unpack[ScheduleOptions]
@@ -1049,143 +941,6 @@ class Scheduler:
 
         return decorate
 
-    def _options(
-        self,
-        retry: RetryPolicy | None,
-        misfire: Misfire | None,
-        grace: float | int | timedelta | None,
-        overlap: Overlap | None,
-        jitter: float | int | timedelta | None,
-        limiter: TokenBucket | None,
-        executor: str | None,
-    ) -> JobOptions:
-        _check_retry(retry)
-        if misfire is not None and not isinstance(misfire, Misfire):
-            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
-        if overlap is not None and not isinstance(overlap, Overlap):
-            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
-        if limiter is not None and not isinstance(limiter, TokenBucket):
-            raise TypeError(f"limiter must be a TokenBucket, got {limiter!r}")
-        if executor is not None:
-            if not isinstance(executor, str):
-                raise TypeError(f"executor must be the name of an executor, got {executor!r}")
-            if executor not in self._executors_spec:
-                if self._replica is None or not executor.strip():
-                    raise InvalidArgument(
-                        f"executor {executor!r} is not one of the scheduler's executors "
-                        f"{sorted(self._executors_spec)!r}"
-                    )
-                # A durable job is for whichever process has that executor (a web process
-                # schedules work for the workers that have a "reports" pool), as a task
-                # name this process has not registered is. Said once per name.
-                if executor not in self._replica.stored_for_others:
-                    self._replica.stored_for_others.add(executor)
-                    logger.warning(
-                        "executor %r is not one of this scheduler's executors %r: its jobs "
-                        "are stored for the processes that have one (if none has, they never "
-                        "run)",
-                        executor,
-                        sorted(self._executors_spec),
-                    )
-        return JobOptions(
-            retry=retry,
-            misfire=misfire,
-            grace_ns=None if grace is None else duration_ns("grace", grace),
-            overlap=overlap,
-            jitter_ns=0 if jitter is None else duration_ns("jitter", jitter),
-            limiter=limiter,
-            executor=executor,
-        )
-
-    def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None, bool]:
-        """Validate ``when`` and return ``(trigger, first due, later)`` for a job; ``later``:
-        the first due is not computed yet (a Recurrence: ``_first`` computes it once the call
-        is known to go through, as it may draw from the scheduler's rng, a Poisson's gap, and a
-        refused call must not move a seeded simulation on).
-
-        The shorthands ``30`` / ``30.0`` (After) and an aware ``datetime`` (At) are kept as the
-        raw value, the Recurrence being built only if someone reads ``job.trigger``: for a
-        one-shot job, that object would be most of the cost of scheduling it.
-        """
-        cls = type(when)
-        if cls is float and 0 <= when <= _FAR:  # also False for NaN
-            return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND), False
-        if cls is int and 0 <= when <= _FAR:
-            return when, self._clock.monotonic_ns() + when * NS_PER_SECOND, False
-        if cls is datetime:
-            first = datetime_to_ns(aware_datetime("when", when))
-            self._note_past(when, first)
-            return when, first, False
-        return self._recurrence("when", when), None, True
-
-    def _first(self, trigger: Any) -> int | None:
-        """The first due of a job given ``trigger``, a Recurrence (``_when``'s ``later``)."""
-        due: int | None = trigger.first(self._env)
-        if type(trigger) is At and due is not None:
-            self._note_past(trigger.when, due)
-        elif due is None:
-            # Accepted (a window that closed is not bad input: the same code may run before
-            # and after it), but not silently: the job ends at once, having never run.
-            logger.warning(
-                "when %r has no fire to come (its end has passed, or nothing in its window "
-                "matches): the job is completed at once without running",
-                trigger,
-            )
-        return due
-
-    def _note_past(self, when: datetime, first: int) -> None:
-        """Say at INFO that a one-shot in the past will run at once (it is not dropped)."""
-        late = self._clock.time_ns() - first
-        if late > 0:
-            logger.info(
-                "when %s is %.3f seconds in the past: the job runs at once (a one-shot "
-                "always runs late rather than never)",
-                when.isoformat(),
-                late / NS_PER_SECOND,
-            )
-
-    def _recurrence(self, param: str, when: Any) -> Recurrence:
-        """Turn the other forms of ``when`` into a Recurrence (validating them)."""
-        cls = type(when)
-        if cls in _RECURRENCE_TYPES:
-            return when  # type: ignore[no-any-return]
-        if isinstance(when, type):
-            # (A class has the protocol's methods, unbound: it passed isinstance() below and
-            # failed at its first use with "first() missing 1 required positional argument".)
-            raise TypeError(
-                f"{param} must be a Recurrence, not the class {when.__name__}: write "
-                f"{when.__name__}(...), e.g. FixedRate(minutes=5), got {when!r}"
-            )
-        if isinstance(when, Recurrence):
-            # A protocol isinstance() walks every attribute (~30 µs); remember the class.
-            _RECURRENCE_TYPES.add(cls)
-            return when
-        if isinstance(when, datetime):
-            aware_datetime(param, when)
-            return At(when)
-        if isinstance(when, (int, float, timedelta)) and not isinstance(when, bool):
-            # Checked and converted once, under the caller's parameter name.
-            return After._checked(when, duration_ns(param, when))
-        if isinstance(when, str):
-            hint = _foreign.trigger_hint(when)
-            if hint is not None:
-                raise InvalidArgument(
-                    f"{param} {when!r} is APScheduler's name for a trigger; pass the trigger "
-                    f"itself: {hint}"
-                )
-            try:
-                return Cron(when, tz=self._tz)
-            except InvalidArgument as exc:
-                # (Cron's messages name its own parameter, expr; the caller passed this one.)
-                text = str(exc)
-                if text.startswith("expr "):
-                    raise InvalidArgument(f"{param} {text[5:]}") from None
-                raise
-        raise TypeError(
-            f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
-            f"string, got {when!r}"
-        )
-
     # -- queue bookkeeping (the one place a job's next run changes) ---------------------------
 
     def _place_first(self, job: Job, first: int | None, paused: bool) -> None:
@@ -1209,7 +964,7 @@ class Scheduler:
 
     def _push_regular(self, job: Job) -> None:
         assert job._due is not None
-        self._push(_timebase(job._trigger), job, job._due, job.priority)
+        self._push(timebase_of(job._trigger), job, job._due, job.priority)
 
     def _queue_side(self, side: _Side, due_mono: int) -> None:
         """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
@@ -1293,7 +1048,7 @@ class Scheduler:
     def _unqueue(self, job: Job) -> None:
         """Remove every pending entry of ``job`` (regular and side) and forget them."""
         if job._due is not None:
-            self._store.unqueue(_timebase(job._trigger), job)
+            self._store.unqueue(timebase_of(job._trigger), job)
             job._due = job._base = None
             self._store.loosen(job)
         if job._sides:
@@ -1391,7 +1146,7 @@ class Scheduler:
                     # The common case: a queued anonymous job with nothing on the side, which
                     # is counted, not indexed. _unqueue and MemoryStore.forget, inlined.
                     store = self._store
-                    store.queues[_timebase(job._trigger)].cancel(job)
+                    store.queues[timebase_of(job._trigger)].cancel(job)
                     job._due = job._base = None
                     job._state = _CANCELLED
                     store.anonymous -= 1
@@ -1447,7 +1202,7 @@ class Scheduler:
         """
         if self._shutdown:
             raise SchedulerShutdownError("reschedule")
-        trigger, first, later = self._when(when)
+        trigger, first, later = self._opts.when(when)
         if self._replica is not None and later:
             # Refused before anything changes: a recurrence with no first time ends the job
             # in memory, which no putting back undoes.
@@ -1455,7 +1210,7 @@ class Scheduler:
         with self._lock:
             job = self._lookup(job_or_id)
             if later:
-                first = self._first(trigger)
+                first = self._opts.first(trigger)
             before = self._replica.row(job) if self._replica is not None else None
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
             if before is not None and self._replica is not None:
@@ -1486,7 +1241,7 @@ class Scheduler:
             before = self._replica.row(job) if self._replica is not None else None
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
-                self._store.unqueue(_timebase(job._trigger), job)
+                self._store.unqueue(timebase_of(job._trigger), job)
                 self._store.loosen(job)
             now = self._clock.monotonic_ns()
             for side in job._sides or ():
@@ -1595,7 +1350,7 @@ class Scheduler:
             return None
         best = None
         if job._due is not None:
-            if _timebase(job._trigger) == MONOTONIC or self._replica is not None:
+            if timebase_of(job._trigger) == MONOTONIC or self._replica is not None:
                 best = job._due
             else:
                 best = job._due - wall + mono
@@ -1931,7 +1686,7 @@ class Scheduler:
         if self._replica is None:
             return False
         clock = self._clock
-        utc = to_utc(base, _timebase(job._trigger), clock.time_ns(), clock.monotonic_ns())
+        utc = to_utc(base, timebase_of(job._trigger), clock.time_ns(), clock.monotonic_ns())
         # (Up to the latest it may be jittered to.)
         return self._unstorable(
             job, "next fire", utc, job._opts.jitter_ns, "the recurrence ends here"
@@ -2626,22 +2381,11 @@ class Scheduler:
             RuntimeError: The scheduler is already running.
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        name = f"duetime-runner-{id(self):x}"
-        self._claim_runner("start", lambda engine: Runner(engine, name)).start()
+        return self._service.start()
 
     def _claim_runner(self, method: str, make: Callable[[Engine], R]) -> R:
         """Make the scheduler's one runner from its engine, for ``start`` or ``run_async``."""
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError(method)
-            if self._runner is not None:
-                raise RuntimeError(f"the scheduler is already running; {method}() was called twice")
-            runner = self._runner = make(self._engine)
-            listen = getattr(self._store, "listen", None)
-            if listen is not None and self._replica is not None:
-                # Other processes' changes wake this one at once (PostgreSQL's LISTEN/NOTIFY).
-                listen(self._replica.refresh)
-        return runner
+        return self._service.claim_runner(method, make)
 
     @property
     def running(self) -> bool:
@@ -2658,48 +2402,7 @@ class Scheduler:
             cancel_running: Cancel work handed to executors that has not started yet (with a
                 durable store it is given back, for another process to run).
         """
-        with self._lock:
-            if self._replica is not None and self._replica.store.batch_open:
-                # (Only the thread holding the batch gets here while it is open. Its runner
-                # would wait for the lock this thread holds, and the store would close under
-                # the open transaction.)
-                raise RuntimeError("shutdown() inside a batch() block: end the block first")
-            already = self._shutdown
-            self._shutdown = True
-            runner = self._runner
-            self._cond.notify_all()
-        try:
-            if runner is not None and not already:
-                try:
-                    runner.stop(wait=wait, cancel_running=cancel_running)
-                finally:
-                    with self._lock:
-                        self._runner = None
-        finally:
-            occ = _current.get()
-            inside = (occ is not None and occ.job._sched is self) or serving() is self._engine
-            if (
-                self._replica is not None
-                and not inside
-                and (runner is None or (wait and not isinstance(runner, AsyncRunner)))
-            ):
-                # The end of the scheduler's life: its connection goes too. (Without wait, runs
-                # still going will record their outcomes: the lease covers them instead. So
-                # when a job of this scheduler shuts it down, which cannot wait for itself: its
-                # own outcome, and the giving back of the rest of its batch, come after this.
-                # An asyncio runner cannot be waited for from here: it closes the store itself
-                # once its tasks are done, in _serve.)
-                with self._lock:
-                    self._replica.close_store_locked()
-            elif self._replica is not None and not isinstance(runner, AsyncRunner):
-                # Runs still going record their outcomes; the store closes after the last
-                # (it stayed open for good: two connections and a thread, for PostgreSQL).
-                with self._lock:
-                    # (From inside a job, or a JobStarted listener, its run is still counted;
-                    # from a run's JobSucceeded or JobFailed listener it has ended: no later
-                    # finish would come to close the store.)
-                    self._replica.close_when_idle = True
-                    self._replica.close_if_idle_locked()
+        return self._service.shutdown(wait, cancel_running)
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.
@@ -2742,35 +2445,12 @@ class Scheduler:
                 years.
             TypeError: ``timeout`` is not a number of seconds or a timedelta.
         """
-        seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
-        occ = _current.get()
-        if (occ is not None and occ.job._sched is self) or serving() is self._engine:
-            # From inside one of its runs, or a run's listener: that run is going, so it is not
-            # idle, and waiting for it to end would wait for itself (for ever, without a
-            # timeout).
-            return False
-        runner = self._runner
-        if runner is not None:
-            return runner.wait_idle(seconds)
-        deadline = None if seconds is None else real_monotonic() + seconds
-        with self._cond:
-            # (Polled in short slices: a run ending with no runner wakes nobody, and a notify
-            # there would cost every run stepped by hand.)
-            while self._running_total:
-                left = _IDLE_SLICE if deadline is None else deadline - real_monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(min(left, _IDLE_SLICE))
-            return self._idle_locked()
+        return self._service.wait_idle(timeout)
 
     def _idle_locked(self) -> bool:
         """Whether nothing is due now and nothing is running (lock held). The runners add
         their own in-flight work to this."""
-        if self._replica is not None and self._replica.outbox:
-            return False  # outcomes to write (the runner writes them before it sleeps)
-        mono = self._clock.monotonic_ns()
-        head = self._store.head(self._clock.time_ns(), mono)
-        return self._running_total == 0 and (head is None or head[2] > mono)
+        return self._service.idle_locked()
 
     def __enter__(self) -> Scheduler:
         self.start()
