@@ -291,7 +291,7 @@ def _open(url: str) -> Scheduler:
             store = SQLiteStore.from_url(url)
             if not Path(store.path).exists():
                 raise _Usage(f"--store names {store.path!r}, which does not exist")
-            if not store._created():
+            if not store.created():
                 raise _Usage(
                     f"--store names {store.path!r}, which is not a duetime store (no scheduler "
                     "has used it: another program's database, or a mistyped name)"
@@ -299,7 +299,7 @@ def _open(url: str) -> Scheduler:
         elif url.startswith(("postgresql:", "postgres:")):
             store = PostgresStore.from_url(url)
             try:
-                created = store._created()
+                created = store.created()
             except StoreError as exc:
                 # A database that does not exist is the server's missing file: a bad --store.
                 if missing_database(exc.__cause__):
@@ -361,8 +361,11 @@ def jobs(url: str, state: str | None) -> int:
 def _unrunnable(s: Scheduler, jobs: Sequence[Job]) -> list[str]:
     """For each job, "no worker has registered this task" if no live process on the store has
     said it runs the job's task (Scheduler.register records it), else ""."""
+    store = s.store
+    if not isinstance(store, (SQLiteStore, PostgresStore)):
+        return [""] * len(jobs)  # (no processes record themselves in memory)
     try:
-        names, prefixes = s._store.live_tasks(real_time_ns())  # type: ignore[attr-defined]
+        names, prefixes = store.live_tasks(real_time_ns())
     except StoreError:
         return [""] * len(jobs)  # (a store made before processes recorded themselves)
 

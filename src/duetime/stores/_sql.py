@@ -436,6 +436,17 @@ class SQLStore(MemoryStore):
         """``sql`` (with ``?`` placeholders) as this database's driver wants it."""
         return sql
 
+    def statement(self, template: str) -> str:
+        """A statement written as this module's are (for both dialects, ``{p}`` before table
+        names, ``?`` placeholders), in this store's dialect and tables: for the readers that
+        share the store's SQL (the dashboard's views). Cached."""
+        return self._q(template)
+
+    def created(self) -> bool:
+        """Whether the database holds duetime's tables, looked at without creating them (the
+        command line asks before it opens a store: opening creates them)."""
+        raise NotImplementedError
+
     def _q(self, template: str) -> str:
         """A statement of this module, in this store's dialect and tables (cached)."""
         sql = self._sql.get(template)
