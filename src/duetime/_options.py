@@ -6,7 +6,11 @@ arguments the constructor and ``schedule`` share (priority, retry, store URL, ta
 
 from __future__ import annotations
 
+import inspect
 import logging
+import random
+from collections.abc import Sequence
+from concurrent.futures import Executor
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, Protocol
 
@@ -26,7 +30,9 @@ from duetime._validate import (
     lower_scheme,
 )
 from duetime.clock import (
+    Clock,
     NsClock,
+    SystemClock,
 )
 from duetime.cron import Cron
 from duetime.errors import (
@@ -42,6 +48,7 @@ from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import RetryPolicy
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore, redact_dsn
+from duetime.stores.records import LEASE_MOST_NS
 from duetime.stores.sqlite import SQLiteStore
 
 __all__ = ["Host", "Options"]
@@ -250,3 +257,145 @@ class Options:
             f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
             f"string, got {when!r}"
         )
+
+
+def check_clock(clock: Clock | None) -> Clock:
+    """The clock a Scheduler was given, checked (a SystemClock if None)."""
+    if clock is None:
+        clock = SystemClock()
+    elif isinstance(clock, type) and not isinstance(
+        inspect.getattr_static(clock, "time", None), (staticmethod, classmethod)
+    ):
+        # (The class has the protocol's methods, unbound: it passed the check below and
+        # failed at the first reading of the time.)
+        raise TypeError(
+            f"clock must be a clock, not a class: write clock={clock.__name__}(), got {clock!r}"
+        )
+    elif not isinstance(clock, Clock):
+        raise TypeError(
+            f"clock must implement the Clock protocol (time, monotonic, wait; and "
+            f"time_ns, monotonic_ns if it can), got {clock!r}"
+        )
+    return clock
+
+
+def check_store(store: MemoryStore | str | None) -> MemoryStore:
+    """The store a Scheduler was given, checked (a URL opened; a MemoryStore if None)."""
+    if store is None:
+        store = MemoryStore()
+    elif isinstance(store, str):
+        store = store_from_url(store)
+    elif not isinstance(store, MemoryStore):
+        raise TypeError(
+            f"store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL "
+            f"such as 'sqlite:///jobs.db', got {store!r}"
+        )
+    return store
+
+
+def check_settings(
+    rng: random.Random | None,
+    retry: RetryPolicy | None,
+    misfire: Misfire,
+    overlap: Overlap,
+    max_concurrent: int | None,
+    import_tasks: Sequence[str],
+) -> random.Random:
+    """Check a Scheduler's defaults and limits; the random generator it uses (a new one if
+    None)."""
+    if rng is None:
+        rng = random.Random()
+    elif not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, got {rng!r}")
+    check_retry(retry)
+    if not isinstance(misfire, Misfire):
+        raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
+    if not isinstance(overlap, Overlap):
+        raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
+    if max_concurrent is not None:
+        integer("max_concurrent", max_concurrent)
+        if max_concurrent < 1:
+            raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+    if (
+        isinstance(import_tasks, str)
+        or not hasattr(import_tasks, "__iter__")
+        or not all(isinstance(p, str) for p in import_tasks)
+    ):
+        raise TypeError(
+            f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
+        )
+    if any(not p.strip(". ") for p in import_tasks):
+        raise InvalidArgument(
+            f"import_tasks must name module prefixes such as 'myapp.tasks', got {import_tasks!r}"
+        )
+    return rng
+
+
+def lease_ns(lease: float | int | timedelta) -> int:
+    """A Scheduler's lease, checked, in nanoseconds."""
+    ns = duration_ns("lease", lease, allow_zero=False, bounded=False)
+    if ns > LEASE_MOST_NS:
+        # (A run lost with a longer lease would in effect never be run again.)
+        raise InvalidArgument(f"lease must be at most a year (seconds), got {lease!r}")
+    return ns
+
+
+def check_executors(executor: Any, executors: dict[str, Any] | None) -> dict[str, Any]:
+    """Check a Scheduler's default executor and its named ones; the named ones, copied."""
+    if executor is not None and executor != "inline" and not isinstance(executor, Executor):
+        raise TypeError(
+            f"executor must be 'inline', None or a concurrent.futures.Executor, got {executor!r}"
+        )
+    if executors is not None and not isinstance(executors, dict):
+        raise TypeError(f"executors must be a dict of name -> executor, got {executors!r}")
+    for name, ex in (executors or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"executors keys must be str, got {name!r}")
+        if ex != "inline" and not isinstance(ex, Executor):
+            raise TypeError(
+                f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, got {ex!r}"
+            )
+    if executors and "default" in executors and executor is None:
+        # APScheduler's spelling of the default executor: here it would be only a name no
+        # job selects, and every job would run on duetime's own pool instead.
+        raise InvalidArgument(
+            f"executors['default'] does not set the default executor here (APScheduler's "
+            f"spelling), got {executors['default']!r}: write "
+            f"Scheduler(executor={executors['default']!r}); a named executor runs only the "
+            f"jobs that select it with schedule(..., executor=name)"
+        )
+    return dict(executors or {})
+
+
+def check_call(
+    args: tuple[Any, ...] | list[Any], kwargs: dict[str, Any] | None, replace: bool, paused: bool
+) -> tuple[tuple[Any, ...], dict[str, Any] | None]:
+    """schedule()'s ``args`` (as a tuple) and ``kwargs`` (None if empty), checked with its two
+    flags."""
+    if type(args) is not tuple:
+        if not isinstance(args, (tuple, list)):
+            raise TypeError(f"args must be a tuple or list, got {args!r}")
+        args = tuple(args)
+    if kwargs is not None:
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
+        if not kwargs:
+            kwargs = None
+        elif not all(type(k) is str for k in kwargs):
+            # (As a call would: f(**{1: 2}) is a TypeError; a store would make it "1".)
+            raise TypeError(f"kwargs keys must be str, got {kwargs!r}")
+    for flag, value in (("replace", replace), ("paused", paused)):
+        if type(value) is not bool:
+            raise TypeError(f"{flag} must be a bool, got {value!r}")
+    return args, kwargs
+
+
+def check_names(id: str | None, name: str | None) -> None:
+    """Check schedule()'s ``id`` and ``name``."""
+    if id is not None:
+        if not isinstance(id, str):
+            raise TypeError(f"id must be a str or None, got {id!r}")
+        if not id:
+            raise InvalidArgument("id must not be empty")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got {name!r}")

@@ -31,7 +31,6 @@ it). A durable store will need them to take the general path (docs/decisions.md)
 from __future__ import annotations
 
 import contextlib
-import inspect
 import itertools
 import logging
 import os
@@ -40,7 +39,6 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
 from datetime import datetime, timedelta, tzinfo
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -56,9 +54,14 @@ from duetime._engine import Cycle, Engine
 from duetime._manual import ManualFires
 from duetime._options import (
     Options,
+    check_call,
+    check_clock,
+    check_executors,
+    check_names,
     check_priority,
-    check_retry,
-    store_from_url,
+    check_settings,
+    check_store,
+    lease_ns,
     timebase_of,
 )
 from duetime._registry import TaskRegistry
@@ -86,7 +89,6 @@ from duetime.clock import (
     NsClock,
     SecondsClock,
     SteppableClock,
-    SystemClock,
     WallAxis,
 )
 from duetime.errors import (
@@ -287,63 +289,13 @@ class Scheduler:
         lease: float | int | timedelta = 30.0,
         import_tasks: Sequence[str] = (),
     ) -> None:
-        if clock is None:
-            clock = SystemClock()
-        elif isinstance(clock, type) and not isinstance(
-            inspect.getattr_static(clock, "time", None), (staticmethod, classmethod)
-        ):
-            # (The class has the protocol's methods, unbound: it passed the check below and
-            # failed at the first reading of the time.)
-            raise TypeError(
-                f"clock must be a clock, not a class: write clock={clock.__name__}(), got {clock!r}"
-            )
-        elif not isinstance(clock, Clock):
-            raise TypeError(
-                f"clock must implement the Clock protocol (time, monotonic, wait; and "
-                f"time_ns, monotonic_ns if it can), got {clock!r}"
-            )
-        if store is None:
-            store = MemoryStore()
-        elif isinstance(store, str):
-            store = store_from_url(store)
-        elif not isinstance(store, MemoryStore):
-            raise TypeError(
-                f"store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL "
-                f"such as 'sqlite:///jobs.db', got {store!r}"
-            )
-        elif store.owner is not None:
+        clock = check_clock(clock)
+        store = check_store(store)
+        if store.owner is not None:
             self._take_over_store(store)
-        if rng is None:
-            rng = random.Random()
-        elif not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {rng!r}")
-        check_retry(retry)
-        if not isinstance(misfire, Misfire):
-            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
-        if not isinstance(overlap, Overlap):
-            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
-        if max_concurrent is not None:
-            integer("max_concurrent", max_concurrent)
-            if max_concurrent < 1:
-                raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
-        if (
-            isinstance(import_tasks, str)
-            or not hasattr(import_tasks, "__iter__")
-            or not all(isinstance(p, str) for p in import_tasks)
-        ):
-            raise TypeError(
-                f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
-            )
-        if any(not p.strip(". ") for p in import_tasks):
-            raise InvalidArgument(
-                f"import_tasks must name module prefixes such as 'myapp.tasks', "
-                f"got {import_tasks!r}"
-            )
+        rng = check_settings(rng, retry, misfire, overlap, max_concurrent, import_tasks)
         self._import_tasks = tuple(import_tasks)
-        self._lease = duration_ns("lease", lease, allow_zero=False, bounded=False)
-        if self._lease > _LEASE_MOST:
-            # (A run lost with a longer lease would in effect never be run again.)
-            raise InvalidArgument(f"lease must be at most a year (seconds), got {lease!r}")
+        self._lease = lease_ns(lease)
         self._grace = duration_ns("grace", grace)
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
@@ -385,31 +337,7 @@ class Scheduler:
         self._runner: RunnerLike | None = None
         # Checked here, not when start() builds the runner: a typo should fail where it is
         # written, not minutes later in a deployment.
-        if executor is not None and executor != "inline" and not isinstance(executor, Executor):
-            raise TypeError(
-                f"executor must be 'inline', None or a concurrent.futures.Executor, "
-                f"got {executor!r}"
-            )
-        if executors is not None and not isinstance(executors, dict):
-            raise TypeError(f"executors must be a dict of name -> executor, got {executors!r}")
-        for name, ex in (executors or {}).items():
-            if not isinstance(name, str):
-                raise TypeError(f"executors keys must be str, got {name!r}")
-            if ex != "inline" and not isinstance(ex, Executor):
-                raise TypeError(
-                    f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
-                    f"got {ex!r}"
-                )
-        if executors and "default" in executors and executor is None:
-            # APScheduler's spelling of the default executor: here it would be only a name no
-            # job selects, and every job would run on duetime's own pool instead.
-            raise InvalidArgument(
-                f"executors['default'] does not set the default executor here (APScheduler's "
-                f"spelling), got {executors['default']!r}: write "
-                f"Scheduler(executor={executors['default']!r}); a named executor runs only the "
-                f"jobs that select it with schedule(..., executor=name)"
-            )
-        self._executors_spec = dict(executors or {})
+        self._executors_spec = check_executors(executor, executors)
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
         self._opts = Options(self)  # what schedule()'s arguments mean
@@ -435,12 +363,16 @@ class Scheduler:
                     # scheduler, which is gone, and would come with the store.)
                     store.owner = None
                 raise
+        self._engine = self._make_engine(executor)
+
+    def _make_engine(self, executor: Any) -> Engine:
+        """What the runners may use (the package-internal interface; see duetime._engine)."""
         replica = self._replica
-        # What the runners may use (the package-internal interface; see duetime._engine).
-        self._engine = Engine(
+        store = self._store
+        return Engine(
             lock=self._lock,
             cond=self._cond,
-            clock=clock,
+            clock=self._clock,
             wall_check=self._wall_check,
             executor=executor,
             executors=self._executors_spec,
@@ -680,32 +612,12 @@ class Scheduler:
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
-        if type(args) is not tuple:
-            if not isinstance(args, (tuple, list)):
-                raise TypeError(f"args must be a tuple or list, got {args!r}")
-            args = tuple(args)
-        if kwargs is not None:
-            if not isinstance(kwargs, dict):
-                raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
-            if not kwargs:
-                kwargs = None
-            elif not all(type(k) is str for k in kwargs):
-                # (As a call would: f(**{1: 2}) is a TypeError; a store would make it "1".)
-                raise TypeError(f"kwargs keys must be str, got {kwargs!r}")
-        for flag, value in (("replace", replace), ("paused", paused)):
-            if type(value) is not bool:
-                raise TypeError(f"{flag} must be a bool, got {value!r}")
+        args, kwargs = check_call(args, kwargs, replace, paused)
         if self._replica is not None:
             ref, args_json = self._replica.check_storable(
                 func, trigger, tuple(args), kwargs, id, name, limiter, task_name
             )
-        if id is not None:
-            if not isinstance(id, str):
-                raise TypeError(f"id must be a str or None, got {id!r}")
-            if not id:
-                raise InvalidArgument("id must not be empty")
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a str or None, got {name!r}")
+        check_names(id, name)
         if type(priority) is not int or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
             priority = check_priority(priority)
         if (
@@ -787,52 +699,76 @@ class Scheduler:
                 if not self._observed():
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
+            elif self._replica is None:
+                self._add(job, id, first, paused)
+                if not self._observed():
+                    return job
+                event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
             else:
                 unnamed = id is None
-                if self._replica is not None and id is None:  # a stored job needs its id now
+                if id is None:  # a stored job needs its id now
                     id = self._id_prefix + format(next(self._id_counter), "x")
-                self._add(job, id, first, paused)
-                if self._replica is not None:
-                    if unnamed:
-                        self._replica.warn_twin(job, ref, args_json)
-                    try:
-                        self._replica.insert(job, ref, args_json)
-                    except ConflictingIdError:
-                        # Another process added this id since this one looked (copies of an
-                        # application declaring the same job at start-up): with replace, take
-                        # its job in and give it these parameters.
-                        if not replace or id is None:
-                            raise
-                        if not self._replica.take_in(id):
-                            raise ConflictingIdError(
-                                id,
-                                "another process added a job under it at the same moment, and "
-                                "it could not be read back to be replaced (the store failed, "
-                                "or the job ended meanwhile): try again",
-                            ) from None
-                        return self._schedule(
-                            func if task_name is None else task_name,
-                            when,
-                            args=args,
-                            kwargs=kwargs,
-                            id=id,
-                            name=name,
-                            priority=priority,
-                            retry=retry,
-                            misfire=misfire,
-                            grace=grace,
-                            overlap=overlap,
-                            jitter=jitter,
-                            limiter=limiter,
-                            executor=executor,
-                            replace=True,
-                            paused=paused,
-                        )
+                added = self._add_stored(
+                    self._replica, job, id, first, paused, ref, args_json, unnamed, replace
+                )
+                if not added:
+                    if not self._replica.take_in(id):
+                        raise ConflictingIdError(
+                            id,
+                            "another process added a job under it at the same moment, and "
+                            "it could not be read back to be replaced (the store failed, "
+                            "or the job ended meanwhile): try again",
+                        ) from None
+                    return self._schedule(
+                        func if task_name is None else task_name,
+                        when,
+                        args=args,
+                        kwargs=kwargs,
+                        id=id,
+                        name=name,
+                        priority=priority,
+                        retry=retry,
+                        misfire=misfire,
+                        grace=grace,
+                        overlap=overlap,
+                        jitter=jitter,
+                        limiter=limiter,
+                        executor=executor,
+                        replace=True,
+                        paused=paused,
+                    )
                 if not self._observed():
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
         return job
+
+    def _add_stored(
+        self,
+        replica: Replica,
+        job: Job,
+        id: str,
+        first: int | None,
+        paused: bool,
+        ref: str,
+        args_json: str,
+        unnamed: bool,
+        replace: bool,
+    ) -> bool:
+        """Add a new job on a durable store and insert its row (lock held). False if another
+        process inserted a job under ``id`` since this one looked (copies of an application
+        declaring the same job at start-up) and ``replace`` asks to take that job in and give
+        it these parameters; without ``replace`` that is a ``ConflictingIdError``."""
+        self._add(job, id, first, paused)
+        if unnamed:
+            replica.warn_twin(job, ref, args_json)
+        try:
+            replica.insert(job, ref, args_json)
+        except ConflictingIdError:
+            if not replace:
+                raise
+            return False
+        return True
 
     def _add(self, job: Job, id: str | None, first: int | None, paused: bool) -> None:
         """Index and queue a new job (lock held)."""
