@@ -122,7 +122,7 @@ class AsyncRunner(HeadWatcher):
                             timeout = timeout_ns / NS_PER_SECOND
                         self._sleeping = True
                         self._wakeup.clear()
-                    events = s.take_events()
+                    events = s.drain_events()
                 if events:
                     s.emit(events)
                 if item is not None:

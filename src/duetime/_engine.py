@@ -67,7 +67,7 @@ class Engine:
             occurrences, with one write to a durable store (lock not held).
         emit_started: ``(occ) -> None``: tell listeners an occurrence starts (lock not held).
         emit: ``(events) -> None``: deliver events to listeners (lock not held).
-        take_events: ``() -> events``: the events raised under the lock, to emit once it is
+        drain_events: ``() -> events``: the events raised under the lock, to emit once it is
             released (lock held).
         idle: ``() -> bool``: nothing due now and nothing running (lock held).
         now: ``() -> datetime``: the clock's wall time in the scheduler's zone.
@@ -104,7 +104,7 @@ class Engine:
     abandon_all: Callable[..., None]
     emit_started: Callable[[Occ], None]
     emit: Callable[[Sequence[Event]], None]
-    take_events: Callable[[], Sequence[Event]]
+    drain_events: Callable[[], Sequence[Event]]
     idle: Callable[[], bool]
     now: Callable[[], datetime]
     running: Callable[[], int]

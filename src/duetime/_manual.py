@@ -79,7 +79,7 @@ class Host(Protocol):
 
     def _queue_side(self, side: _Side, due_mono: int) -> None: ...
 
-    def _take_events(self) -> Sequence[Event]: ...
+    def _drain_events(self) -> Sequence[Event]: ...
 
 
 class ManualFires:
@@ -123,7 +123,7 @@ class ManualFires:
                 occ = self._s._replica.trigger(side, wall, mono)
             else:
                 occ = self._s._cycle.begin(side, MONOTONIC, mono, wall, mono)
-            events = self._s._take_events()
+            events = self._s._drain_events()
         if events:
             self._s._emit(events)
         if occ is not None:

@@ -206,7 +206,7 @@ class Host(JobHost, Protocol):
         opts: JobOptions,
     ) -> None: ...
 
-    def _settle(self, job: Job, failed: bool = False) -> None: ...
+    def _come_to_rest(self, job: Job, failed: bool = False) -> None: ...
 
     def _skipped(self, job: Job, base: int, tb: int, reason: str) -> None: ...
 
@@ -455,7 +455,7 @@ class Replica:
             for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
                 self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
                 self._dead_stored[id] = failed_at // 1000 * 1000
-            self._take_queued(now)
+            self._load_queued(now)
 
     def announce(self) -> None:
         """Tell the store which tasks this process runs (lock held), for the command line's
@@ -623,7 +623,7 @@ class Replica:
                 )
                 return
 
-    def take_in(self, id: str) -> bool:
+    def load_live(self, id: str) -> bool:
         """Load live job ``id`` from the store into memory (lock held); whether it was there.
 
         Raises:
@@ -783,7 +783,7 @@ class Replica:
             # (backfill, trigger), which the row never holds, and retries another process
             # wrote out of it from a stale copy.
             kept = {self._fire_of(x) for x in sides}
-            self._retake([key for key in held if key not in kept])
+            self._load_at_next_poll([key for key in held if key not in kept])
         if fresh:
             store.add(job, row.id)
         if type(job.func) is MissingTask:
@@ -857,7 +857,7 @@ class Replica:
             return
         MemoryStore.put_dead(self._store, id, letter)
 
-    def _retake(self, keys: list[str]) -> None:
+    def _load_at_next_poll(self, keys: list[str]) -> None:
         """Have the next poll take ``keys`` in again from the store's runs, those still queued
         or with a retry pending (lock held): fires dropped from memory that the job's row does
         not hold."""
@@ -865,7 +865,7 @@ class Replica:
             self._store.forget_queued(keys)
             self._requeue = True
 
-    def _take_queued(self, now: int) -> None:
+    def _load_queued(self, now: int) -> None:
         """Queue the fires that ``backfill`` or ``trigger`` (here or in another process)
         enqueued, and the pending retries this process does not hold (a process writing their
         job's row from a stale copy dropped them from it: the failed run's record keeps them)."""
@@ -925,14 +925,14 @@ class Replica:
                     self._restore(None, row, now)
             if changes is not None or self._requeue:
                 self._requeue = False
-                self._take_queued(now)
+                self._load_queued(now)
             for job in list(self._unsure):
                 if store.contains(job):
                     self.reload(job)
                 else:
                     self._unsure.discard(job)
             for id in list(self.unsure_ids):
-                self.take_back(id)
+                self.load_missing(id)
                 self.unsure_ids.discard(id)
             if self._failing:
                 self._store_answered("polls")
@@ -951,7 +951,7 @@ class Replica:
                     self._taken = {x for x in self._taken if x in (x.job._sides or ())}
                 if self._s._running_total or self._taken:
                     store.heartbeat(now, self._lease)
-                self._take_lost(now)
+                self._take_over_lost(now)
                 if (self._tasks or self._import_tasks) and real_time_ns() >= self._announce_at:
                     self.announce()
                 if now >= self._next_purge:
@@ -963,7 +963,7 @@ class Replica:
             # The runner keeps going: the next poll tries again.
             self._store_failed("lease upkeeps")("%s", exc)
 
-    def _take_lost(self, now: int) -> None:
+    def _take_over_lost(self, now: int) -> None:
         """Take over the runs whose lease ran out (lock held; a store's failure propagates)."""
         for key, job_id, due, attempt, worker in self._store.expired(now):
             self._take_over(key, job_id, due, attempt, worker, now)
@@ -1002,7 +1002,7 @@ class Replica:
                 count,
             )
 
-    def take_back(self, id: str) -> None:
+    def load_missing(self, id: str) -> None:
         """Load job ``id`` from the store into memory, where it is missing, if the store has it
         live (lock held; a store's failure propagates)."""
         row = self._store.load_row(id)
@@ -1314,7 +1314,7 @@ class Replica:
                     )
                     self.reload(job)  # (as the store has it: the other worker's run going)
                     return None
-                self._s._settle(job)
+                self._s._come_to_rest(job)
                 return None
             self._taken.discard(key)
             return occ, None
@@ -1390,7 +1390,7 @@ class Replica:
             if type(key) is not Job and key.claimed != 1:
                 # The side left the job's sides when it was popped, so reading the job back
                 # cannot restore it if the row does not hold it (a queued fire never is).
-                self._retake([fire])
+                self._load_at_next_poll([fire])
             # The store is the truth: read the job back, and try its fire again after a pause
             # (the same fire: the claim's guard is its due time, which the pause leaves alone).
             # "busy": another process is claiming or changing this job right now; its change
@@ -1420,12 +1420,12 @@ class Replica:
                 if stale:
                     for x in stale:
                         self._s._drop_side(x)
-                    self._s._settle(job)
+                    self._s._come_to_rest(job)
                     self._save_quiet(job)
         else:  # the fire ran or runs already (a backfill, another process): skip it
             if ask[8] == SOLO_SKIP and self._overlapped_elsewhere(fire):
                 self._s._skipped(job, occ.due, occ.timebase, Verdict.SKIP.value)
-            self._s._settle(job)
+            self._s._come_to_rest(job)
             self._save_quiet(job)
         return None
 

@@ -73,7 +73,7 @@ class Host(Protocol):
 
     def _pop_due(self, wall: int, mono: int) -> tuple[Any, int, int] | None: ...
 
-    def _take_events(self) -> Sequence[Event]: ...
+    def _drain_events(self) -> Sequence[Event]: ...
 
 
 class Stepping:
@@ -123,7 +123,7 @@ class Stepping:
                 if item is None:
                     break
                 occ = self._s._cycle.begin(*item, clock.time_ns(), clock.monotonic_ns())
-                events = self._s._take_events()
+                events = self._s._drain_events()
             if events:
                 self._s._emit(events)
             if occ is not None:
@@ -169,7 +169,7 @@ class Stepping:
                     mono = clock.monotonic_ns()
                 key = self._s._store.take(tb, entry)
                 occ = self._s._cycle.begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                events = self._s._take_events()
+                events = self._s._drain_events()
             if events:
                 self._s._emit(events)
             if occ is not None:
@@ -253,7 +253,7 @@ class Stepping:
                         finish(done)
                         done = None
                         if host._pending_events:
-                            outcome = host._take_events()
+                            outcome = host._drain_events()
                             continue
                     if fake:
                         wall = clock._wall  # type: ignore[attr-defined]
@@ -265,7 +265,7 @@ class Stepping:
                     if qwall._live:  # both queues: compare their heads on one axis
                         found = head(wall, mono)
                         if found is None or found[2] > limit:
-                            tail = host._take_events()
+                            tail = host._drain_events()
                             break
                         tb, entry, due = found
                         key = queues[tb].pop_entry(entry)
@@ -297,7 +297,7 @@ class Stepping:
                                 break
                             qmono._stale -= 1
                         if key is None:
-                            tail = host._take_events()
+                            tail = host._drain_events()
                             break
                         tb = MONOTONIC
                         due = entry >> DUE_SHIFT
@@ -313,7 +313,7 @@ class Stepping:
                             wall += due - mono
                             mono = due
                     occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                    events = host._take_events() if host._pending_events else ()
+                    events = host._drain_events() if host._pending_events else ()
                 finally:
                     release()
                 if events:

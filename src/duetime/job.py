@@ -294,13 +294,10 @@ class Occ(NamedTuple):
     gen: int
 
 
-#: ``new_occ((job, due, timebase, attempt, started, prev_delay, fire, gen))``: an ``Occ`` built
-#: without the Python-level ``__new__`` a NamedTuple has (the life cycle builds one per run).
-def new_occ(fields: tuple[Any, ...]) -> Occ:
-    return _tuple_new(Occ, fields)
-
-
-_tuple_new = tuple.__new__
+#: ``new_occ(Occ, (job, due, timebase, attempt, started, prev_delay, fire, gen))``: an ``Occ``
+#: built by ``tuple.__new__`` itself, one C call, without the Python-level ``__new__`` a
+#: NamedTuple has (the life cycle builds one per run).
+new_occ = tuple.__new__
 
 
 def revoked(occ: Occ) -> bool:

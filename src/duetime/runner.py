@@ -286,7 +286,7 @@ class Runner(HeadWatcher):
             item = s.pop_due(wall, mono)
             if item is not None:
                 occ = s.begin(*item, wall, mono)
-                events = s.take_events()
+                events = s.drain_events()
                 cond.release()
                 try:
                     if events:
@@ -324,7 +324,7 @@ class Runner(HeadWatcher):
                 continue
             occs = begin_due(wall, mono, room)  # (writes the waiting outcomes with its claims)
             if occs is not None:
-                events = s.take_events()
+                events = s.drain_events()
                 cond.release()
                 try:
                     if events:

@@ -22,8 +22,8 @@ store needs (loading, sync, leases, outcomes) is the replica's too.
 
 Changes to jobs, queued occurrences, dead letters and waiting starts go through the store
 (``duetime.stores``), mostly by way of ``_queue_regular``, ``_queue_side``, ``_hold_side``,
-``_unqueue`` and ``_settle``. Five hot spots use ``MemoryStore``'s structures directly instead:
-the keyword-less ``schedule()`` (push), the common ``cancel()``, the stepping loop's pop,
+``_unqueue`` and ``_come_to_rest``. Five hot spots use ``MemoryStore``'s structures directly
+instead: the keyword-less ``schedule()`` (push), the common ``cancel()``, the stepping loop's pop,
 ``_begin``'s common case (indexing an anonymous job it took) and ``_finish_locked``'s (dropping
 it). A durable store will need them to take the general path (docs/decisions.md).
 """
@@ -389,7 +389,7 @@ class Scheduler:
             abandon_all=self._abandon_all,
             emit_started=self._emit_started,
             emit=self._emit,
-            take_events=self._take_events,
+            drain_events=self._drain_events,
             idle=self._idle_locked,
             now=self._now_dt,
             running=lambda: self._running_total,
@@ -712,7 +712,7 @@ class Scheduler:
                     self._replica, job, id, first, paused, ref, args_json, unnamed, replace
                 )
                 if not added:
-                    if not self._replica.take_in(id):
+                    if not self._replica.load_live(id):
                         raise ConflictingIdError(
                             id,
                             "another process added a job under it at the same moment, and "
@@ -886,7 +886,7 @@ class Scheduler:
             return
         if first is None:
             job._base = job._due = None
-            self._settle(job)
+            self._come_to_rest(job)
             return
         self._queue_regular(job, first)
 
@@ -994,7 +994,7 @@ class Scheduler:
                     self._store.unblock(side)
         job._sides = None
 
-    def _settle(self, job: Job, failed: bool = False) -> None:
+    def _come_to_rest(self, job: Job, failed: bool = False) -> None:
         """Give a job whose pending work changed its resting state; end it if none is left.
 
         A paused job stays paused while it has anything pending, and ends like any other job
@@ -1223,7 +1223,7 @@ class Scheduler:
                         # starts the bucket allows now; it takes a token of its own instead.
                         side.reserved = False
                     self._push_side(side)
-            self._settle(job)
+            self._come_to_rest(job)
             if before is not None and self._replica is not None:
                 self._replica.save(job, before)
             event = (
@@ -1450,7 +1450,9 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
-                return new_occ((job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen))
+                return new_occ(
+                    Occ, (job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen)
+                )
             if job._running and x is not None and (x.catchup or x.backlog):
                 # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
                 # unqueued, for the run going on to end (_release_held queues it then), instead
@@ -1480,7 +1482,7 @@ class Scheduler:
                 job._due = due
                 return None
             if trig.recurring and not self._plan_next(job, base, tb, late, now_tb):
-                self._settle(job)
+                self._come_to_rest(job)
                 return None
             if job._running:
                 verdict = policy.overlap(
@@ -1499,7 +1501,7 @@ class Scheduler:
                         self._hold_side(held, _HELD)
                     else:  # skipped, or coalesced into the one run already held back
                         self._skipped(job, base, tb, verdict.value)
-                    self._settle(job)
+                    self._come_to_rest(job)
                     return None
             limiter = opts.limiter
             reserved = False
@@ -1550,7 +1552,7 @@ class Scheduler:
                             self._to_datetime(at, MONOTONIC),
                         )
                     )
-                self._settle(job)
+                self._come_to_rest(job)
                 return None
         if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
             # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
@@ -1558,7 +1560,7 @@ class Scheduler:
             blocked.reserved = True
             blocked.since = min(mono, due if tb == MONOTONIC else due - wall + mono)
             self._hold_side(blocked, _BLOCKED)
-            self._settle(job)
+            self._come_to_rest(job)
             return None
         if type(key) is Job and trig.recurring:
             nxt = job._due
@@ -1581,7 +1583,7 @@ class Scheduler:
             self._stats.record_late(late)
         x = job._x
         return new_occ(
-            (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
+            Occ, (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
         )
 
     def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
@@ -1705,7 +1707,7 @@ class Scheduler:
             return
         with self._lock:
             self._cycle.finish(done)
-            events = self._take_events()
+            events = self._drain_events()
         if events:
             self._emit(events)
 
@@ -1735,7 +1737,7 @@ class Scheduler:
         """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
         with self._lock:
             self._cycle.finish((occ, result, error))
-            events = self._take_events()
+            events = self._drain_events()
         if events:
             self._emit(events)
 
@@ -1893,7 +1895,7 @@ class Scheduler:
             else:
                 if job._due is not None and job._qkey is None:
                     self._release_held(job)  # (a catch-up's next occurrence waited for it)
-                self._settle(job)
+                self._come_to_rest(job)
             return
         self._finish_slow(occ, result, error)
 
@@ -1936,7 +1938,7 @@ class Scheduler:
         # due, the held run now; and, of two due at one instant, the first queued goes first.)
         self._release_blocked()
         self._release_held(job)
-        self._settle(job, failed=failed)
+        self._come_to_rest(job, failed=failed)
         if self._runner is not None:
             self._runner.notify()
 
@@ -2216,7 +2218,7 @@ class Scheduler:
                         self._replica.reload(job, quiet=True)
                         continue
                     try:  # (cancelled in the batch: back, if the store still has it live)
-                        self._replica.take_back(id)
+                        self._replica.load_missing(id)
                     except StoreError:
                         self._replica.unsure_ids.add(id)  # (at the next poll: memory holds nothing)
                 raise
@@ -2296,7 +2298,7 @@ class Scheduler:
         # takes the next occurrence, so an event costs one acquisition.
         return self._stepping.run_to(clock, target)
 
-    def _take_events(self) -> Sequence[Event]:
+    def _drain_events(self) -> Sequence[Event]:
         """Hand over the events raised under the lock (call with the lock held).
 
         Never returns the live list: an empty take must not alias the list that other threads
