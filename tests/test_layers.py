@@ -151,3 +151,5 @@ def test_the_modules_form_a_one_way_stack() -> None:
         users = {m for m in graph if part in graph[m]}
         assert users <= {"duetime.scheduler", *FACADE_PARTS}, (part, users)
     assert graph["duetime._dead"] <= {"duetime.job"}
+    # The replica's outcomes sit under it, and only it holds them.
+    assert {m for m in graph if "duetime._outcomes" in graph[m]} == {"duetime._replica"}

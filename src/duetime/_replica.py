@@ -23,14 +23,14 @@ import os
 import socket
 import threading
 import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import asdict as _asdict
+from collections.abc import Callable
 from datetime import datetime, tzinfo
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from duetime import _durable
 from duetime._dead import FailedJob
 from duetime._durable import MissingTask
+from duetime._outcomes import Outcome, Outcomes
 from duetime._timers import (
     DUE_SHIFT,
 )
@@ -75,7 +75,7 @@ from duetime.recurrence import MONOTONIC, At
 from duetime.runner import RunnerLike
 from duetime.stats import StatsRecorder
 from duetime.stores import codec
-from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
+from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import (
@@ -124,18 +124,6 @@ _CLAIM_QUICK = 0.005
 # outcome may wait in it to be written with others (nanoseconds). Waiting saves a commit per run;
 # what waits runs again after a crash.
 _OUTBOX_WAIT = NS_PER_SECOND // 100
-
-
-class _Outcome(NamedTuple):
-    """A durable run's outcome waiting to be written to the store."""
-
-    job: Job
-    fire: str
-    attempt: int
-    due: int
-    state: str  # "succeeded", "failed" (a retry follows) or "dead"
-    error: Exception | None
-    at: int  # wall ns when the run finished
 
 
 class Host(JobHost, Protocol):
@@ -261,17 +249,12 @@ class Replica:
         # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
         # outbox, or is owed) is not.
         self._dead_stored: dict[str, int] = {}
-        # Outcomes not written yet: waiting for the runner to write them together, or owed
-        # because the store could not be reached (written at the next poll).
-        self.outbox: list[_Outcome] = []
-        self._written_at = 0  # monotonic ns when the outbox was last written
+        # Runs' outcomes on their way to the store.
+        self.outcomes = Outcomes(self, store)
         # The runner's batch size, and when (real seconds) the last full batch was claimed:
         # None if the last batch took everything due.
         self._claim_limit = _CLAIM_FIRST
         self._full_since: float | None = None
-        self._owed: list[_Outcome] = []
-        # Ids of jobs changed elsewhere while their outcome was owed: read back once it is paid.
-        self._after_owed: set[str] = set()
         self._next_purge = 0
         # Misfires this process computed and reports only if it moves the job on (_missed):
         # id(job) -> _report_missed's arguments.
@@ -655,10 +638,10 @@ class Replica:
         back as ``before`` (its row before the change: the store, which refused, may not be
         there to read it back from) and the error raised. ``drop_retries``: the change
         dropped the job's pending retries (SQLStore.write)."""
-        if self.outbox:
+        if self.outcomes.outbox:
             # Outcomes first: the change is written after the runs that ended before it (and
             # a read back, below, then finds them counted, not a copy without them).
-            self.flush_outcomes()
+            self.outcomes.flush()
         try:
             _durable.check_storable(job)
             differ = self._store.write([self.row(job)], self._clock.time_ns(), drop_retries)
@@ -913,8 +896,8 @@ class Replica:
             now = self._clock.time_ns()
             if changes is not None:
                 rows, ended = changes.rows, changes.ended
-                if (rows or ended) and (self.outbox or self._owed):
-                    rows, ended = self._settle_first(rows, ended)
+                if (rows or ended) and (self.outcomes.outbox or self.outcomes.owed):
+                    rows, ended = self.outcomes.settle_first(rows, ended)
                 get = store.get
                 for id, state in ended:
                     store.quarantine.discard("jobs", id)
@@ -945,8 +928,8 @@ class Replica:
             now = self._clock.time_ns()
             if full and now >= self.next_poll:
                 self.next_poll = now + min(store.poll_ns, self._lease // 3)
-                if self._owed:
-                    self._pay_owed()
+                if self.outcomes.owed:
+                    self.outcomes.pay_owed()
                 if self._taken:
                     self._taken = {x for x in self._taken if x in (x.job._sides or ())}
                 if self._s._running_total or self._taken:
@@ -1184,8 +1167,8 @@ class Replica:
         # The outcomes waiting to be written go with the claims, in the same transaction; their
         # rows are taken now, before the claims move any job on (the claims' guards are what
         # these rows say).
-        outcomes, self.outbox = self.outbox, []
-        settle = self._outcome_asks(outcomes)
+        outcomes, self.outcomes.outbox = self.outcomes.outbox, []
+        settle = self.outcomes.asks(outcomes)
         runs: list[Occ] = []
         asks: list[tuple[Any, Occ, ClaimAsk]] = []
         claiming: set[int] = set()  # id() of the jobs in asks
@@ -1216,13 +1199,13 @@ class Replica:
             except Exception:
                 # Not the store's refusal (that is a StoreError answer): a bug. Put back what
                 # was taken, so that the runner, which logs it and pauses, tries it all again.
-                self.outbox[:0] = outcomes
+                self.outcomes.outbox[:0] = outcomes
                 for _, occ, _ in asks:
                     occ.job._running -= 1
                     self._s._running_total -= 1
                     self.reload(occ.job)
                 raise
-            self._after_outcomes(outcomes, settle, settled)
+            self.outcomes.after(outcomes, settle, settled)
             lost = 0
             failed = [a for a in answers if isinstance(a, StoreError)]
             quiet = len(failed) > 1  # one line for the lot, below
@@ -1246,7 +1229,7 @@ class Replica:
         for job in skipped.values():
             # (Also a job the skip ended: its row must say so, and its misfires be reported.)
             self._save_quiet(job)
-        self._written_at = self._clock.monotonic_ns()
+        self.outcomes.written_at = self._clock.monotonic_ns()
         self._full_since = real_monotonic() if len(asks) == limit else None
         return runs
 
@@ -1474,193 +1457,19 @@ class Replica:
         else:
             state = "dead"
         clock = self._clock
-        self.outbox.append(_Outcome(job, fire, occ.attempt, occ.due, state, error, clock.time_ns()))
+        self.outcomes.outbox.append(
+            Outcome(job, fire, occ.attempt, occ.due, state, error, clock.time_ns())
+        )
         runner = self._s._runner
         if runner is None or not runner.flushes:
-            self.flush_outcomes()
+            self.outcomes.flush()
             if self.close_when_idle:
                 self.close_if_idle_locked()
             return
         now = clock.monotonic_ns()
-        if now - self._written_at >= _OUTBOX_WAIT:
-            self.flush_outcomes()
-            self._written_at = now
-
-    def flush_outcomes(self) -> None:
-        """Write the outcomes waiting in the outbox (lock held; never raises). Not inside a
-        ``batch()``: they would be part of its transaction, and a block that raised would take
-        them with it (other runs' outcomes: the runs stayed "running", and ran again after
-        their leases). ``batch()`` writes them before it opens and after it closes."""
-        outbox = self.outbox
-        if outbox and not self._store.batch_open:
-            self.outbox = []
-            self._record_outcomes(outbox)
-
-    def _record_outcomes(self, outcomes: list[_Outcome], final: bool = False) -> None:
-        """Write runs' outcomes, each with its job's row as it is now (lock held). What the
-        store cannot take now is owed: the next poll writes it (``final``: the store is about
-        to close, and there is no next poll)."""
-        asks = self._outcome_asks(outcomes)
-        self._after_outcomes(outcomes, asks, self._store.settle_many(asks), final)
-
-    def _outcome_asks(self, outcomes: list[_Outcome]) -> list[SettleAsk]:
-        """The store's arguments for ``outcomes``: each with its job's row as it is now."""
-        rows: dict[int, JobRow] = {}
-        asks: list[SettleAsk] = []
-        for job, fire, attempt, _, state, error, now in outcomes:
-            if job._state is _CANCELLED:
-                # Cancelled since the run started (here, or elsewhere and read back): the run
-                # is recorded, the row left to the cancel, which wrote it. Written from this
-                # copy, the row ended a job another process had added under the id meanwhile.
-                # (Asked for each outcome, each time: an outcome owed and written again later,
-                # or a second of the job's, is the cancelled copy's too.)
-                asks.append((fire, attempt, state, _durable.error_text(error), now, None))
-                continue
-            row = rows.get(id(job))
-            if row is None:
-                row = rows[id(job)] = self.row(job)
-            asks.append((fire, attempt, state, _durable.error_text(error), now, row))
-        return asks
-
-    def _after_outcomes(
-        self,
-        outcomes: list[_Outcome],
-        asks: list[SettleAsk],
-        answers: Sequence[bool | StoreError],
-        final: bool = False,
-    ) -> None:
-        """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
-        runs this worker no longer held, keep dead letters."""
-        store = self._store
-        owed: list[str] = []  # fire keys whose outcome could not be written
-        failure: StoreError | None = None
-        for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
-            job, fire, _, due, state, _, now = outcome
-            if isinstance(answer, StoreError):
-                owed.append(fire)
-                failure = answer
-                self._owed.append(outcome)
-            elif not answer:
-                logger.warning(
-                    "run %s of job %r finished, but this worker no longer holds it (its lease "
-                    "ran out and another worker took it over): its outcome is not recorded",
-                    fire,
-                    job._id,
-                )
-                # Nor counted here: the run is the other worker's (counted there), and the
-                # retry or dead letter this outcome made here will not be.
-                stats = self._stats
-                if state == "succeeded":
-                    stats.succeeded -= 1
-                else:
-                    stats.failed -= 1
-                    if state == "failed":
-                        stats.retried -= 1
-                    else:
-                        dead = store.dead_letter(job.id)
-                        if dead is not None and dead.job is job:
-                            MemoryStore.take_dead(store, job.id)
-                            stats.dead -= 1
-                # Read back the job the id names now: this copy may have ended here meanwhile
-                # (read back, it came back to life beside a new job of the id, unindexed).
-                current = store.get(job.id)
-                if current is not None:
-                    self.reload(current)
-            elif state == "dead":
-                # (No row asked for a job that ended while the run went on: the letter keeps
-                # this copy all the same.)
-                row = ask[5] if ask[5] is not None else self.row(job)
-                dead = store.dead_letter(job.id)
-                if dead is not None and dead.job is job:
-                    try:
-                        store.save_dead(
-                            job.id,
-                            json.dumps(_asdict(row)),
-                            ask[3] or "",  # (the error's text, as the outcome recorded it)
-                            _durable.storable(dead.traceback),
-                            dead.attempts,
-                            due,
-                            now,
-                        )
-                    except StoreError as exc:
-                        logger.error("could not record dead letter %r: %s", job._id, exc)
-                    else:
-                        # In the store now: another process may take it (_sync_dead).
-                        self._dead_stored[job.id] = datetime_to_ns(dead.failed_at)
-        if owed:
-            # One line for the lot: a store down for a while fails every outcome of every poll.
-            logger.error(
-                "could not record the outcome of %s (%s): %s",
-                f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
-                "closing the store: run again once the lease runs out, by another worker or "
-                "after a restart"
-                if final
-                else "trying again at the next poll",
-                failure,
-            )
-
-    def _settle_first(
-        self, rows: list[JobRow], ended: list[tuple[str, str]]
-    ) -> tuple[list[JobRow], list[tuple[str, str]]]:
-        """Of changes read from the store (lock held), those to jobs whose outcome this process
-        has not written yet (waiting in the outbox, or owed) are not applied: the outcomes are
-        written first, merged there with the change as any outcome is, and those jobs read
-        back. (Applied over the outcome, a row written elsewhere while the fire ran here, still
-        saying "running" and not counting the run, undid the run in memory, and the outcome
-        then written from that copy left the job "running" in the store for good.) A row whose
-        job is no longer in memory (cancelled here, added again elsewhere) is applied as ever."""
-        waiting = {o.job._id for o in self.outbox} | {o.job._id for o in self._owed}
-        hit = {row.id for row in rows if row.id in waiting}
-        hit.update(id for id, _ in ended if id in waiting)
-        if not hit:
-            return rows, ended
-        self.flush_outcomes()
-        if self._owed:
-            self._pay_owed()
-        store = self._store
-        jobs = {id: store.get(id) for id in hit}
-        # (One whose outcome the store refused again stays owed, its job as memory has it: read
-        # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
-        # end of a batch.)
-        owed = {o.job._id for o in self._owed} | {o.job._id for o in self.outbox}
-        for id, job in jobs.items():
-            if job is None:
-                continue
-            if id in owed:
-                self._after_owed.add(id)
-            else:
-                self.reload(job)
-        return (
-            [row for row in rows if jobs.get(row.id) is None],
-            [(id, state) for id, state in ended if jobs.get(id) is None],
-        )
-
-    def _pay_owed(self, final: bool = False) -> None:
-        """Write the outcomes a lost connection kept from being recorded (lock held), and read
-        back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
-        the store is about to close (``_record_outcomes``). Not inside a ``batch()``
-        (``_flush_outcomes``)."""
-        if self._store.batch_open:
-            return
-        owed, self._owed = self._owed, []
-        if owed:
-            self._record_outcomes(owed, final)
-        if self._after_owed:
-            still = {o.job._id for o in self._owed}
-            store = self._store
-            for id in [id for id in self._after_owed if id not in still]:
-                self._after_owed.discard(id)
-                job = store.get(id)
-                if job is not None:
-                    self.reload(job)
-
-    def write_outcomes_locked(self) -> None:
-        """Write every outcome waiting, in the outbox or owed, and read back the jobs a change
-        elsewhere met meanwhile (``_settle_first``), as a poll does (lock held; outside a
-        batch's transaction)."""
-        self.flush_outcomes()
-        if self._owed or self._after_owed:
-            self._pay_owed()
+        if now - self.outcomes.written_at >= _OUTBOX_WAIT:
+            self.outcomes.flush()
+            self.outcomes.written_at = now
 
     def next_lease_end(self, floor: int) -> int | None:
         """When the first lease of a run going ends after ``floor`` (lock held), or None (none,
@@ -1731,17 +1540,6 @@ class Replica:
             if self._store.is_open:
                 self.close_store_locked()
 
-    def _pay_all_owed(self) -> None:
-        """Write every outcome still waiting, once, before the store closes (lock held)."""
-        if self._owed or self.outbox:
-            # (One attempt, the owed ones first, the older; what fails is logged. The jobs a
-            # change elsewhere met while their outcome was owed are read back, as at a poll:
-            # after the close, memory is the last word.)
-            self._owed += self.outbox
-            self.outbox = []
-            self._pay_owed(final=True)
-            self._owed = []
-
     def _at_exit(self) -> None:
         """At interpreter exit, a durable scheduler never shut down: write the outcomes of the
         runs that finished, and say which runs, still going, will run again once their lease
@@ -1757,7 +1555,7 @@ class Replica:
                 return
             self._s._shutdown = True
             self._cond.notify_all()
-            self._pay_all_owed()
+            self.outcomes.pay_all()
             going = self._store.held_keys()
             if going:
                 logger.warning(
@@ -1777,6 +1575,6 @@ class Replica:
         from the store (owed, and until now written at the next poll, which will not come).
         One that still cannot be written is logged: its run is taken over when its lease runs
         out, and runs again."""
-        self._pay_all_owed()
+        self.outcomes.pay_all()
         self._store.close()
         atexit.unregister(self._exit_hook)

@@ -159,7 +159,7 @@ class Service:
     def idle_locked(self) -> bool:
         """Whether nothing is due now and nothing is running (lock held). The runners add
         their own in-flight work to this."""
-        if self._s._replica is not None and self._s._replica.outbox:
+        if self._s._replica is not None and self._s._replica.outcomes.outbox:
             return False  # outcomes to write (the runner writes them before it sleeps)
         mono = self._s._clock.monotonic_ns()
         head = self._s._store.head(self._s._clock.time_ns(), mono)

@@ -381,7 +381,7 @@ class Scheduler:
             pop_due=self._pop_due,
             begin=self._cycle.begin,
             begin_due=replica.begin_due if replica is not None else None,
-            flush=replica.flush_outcomes if replica is not None else _nothing,
+            flush=replica.outcomes.flush if replica is not None else _nothing,
             execute=self._execute_contained,
             execute_here=self._execute,
             finish=self._finish_outcome,
@@ -2201,7 +2201,7 @@ class Scheduler:
             store = self._replica.store
             outermost = not store.batch_open
             if outermost:
-                self._replica.write_outcomes_locked()  # (of runs that ended before: no part of it)
+                self._replica.outcomes.write_locked()  # (of runs that ended before: no part of it)
             before = set(store.index)
             try:
                 with store.batch():
@@ -2224,7 +2224,7 @@ class Scheduler:
                 raise
             finally:
                 if outermost:
-                    self._replica.write_outcomes_locked()  # (of runs that ended inside the block)
+                    self._replica.outcomes.write_locked()  # (of runs that ended inside the block)
 
     # -- driving time by hand -------------------------------------------------------------------
 
