@@ -181,7 +181,7 @@ class Outcomes:
                     except StoreError as exc:
                         logger.error("could not record dead letter %r: %s", job._id, exc)
                     else:
-                        # In the store now: another process may take it (_sync_dead).
+                        # In the store now: another process may take it (sync_dead).
                         self._r._dead_stored[job.id] = datetime_to_ns(dead.failed_at)
         if owed:
             # One line for the lot: a store down for a while fails every outcome of every poll.
@@ -216,7 +216,7 @@ class Outcomes:
         store = self._store
         jobs = {id: store.get(id) for id in hit}
         # (One whose outcome the store refused again stays owed, its job as memory has it: read
-        # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
+        # back once the outcome is written, pay_owed. So does one whose outcome waits for the
         # end of a batch.)
         owed = {o.job._id for o in self.owed} | {o.job._id for o in self.outbox}
         for id, job in jobs.items():
@@ -233,9 +233,9 @@ class Outcomes:
 
     def pay_owed(self, final: bool = False) -> None:
         """Write the outcomes a lost connection kept from being recorded (lock held), and read
-        back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
-        the store is about to close (``_record_outcomes``). Not inside a ``batch()``
-        (``_flush_outcomes``)."""
+        back the jobs that a change made elsewhere met meanwhile (settle_first). ``final``:
+        the store is about to close (``record``). Not inside a ``batch()``
+        (``Outcomes.flush``)."""
         if self._store.batch_open:
             return
         owed, self.owed = self.owed, []
@@ -252,7 +252,7 @@ class Outcomes:
 
     def write_locked(self) -> None:
         """Write every outcome waiting, in the outbox or owed, and read back the jobs a change
-        elsewhere met meanwhile (``_settle_first``), as a poll does (lock held; outside a
+        elsewhere met meanwhile (``settle_first``), as a poll does (lock held; outside a
         batch's transaction)."""
         self.flush()
         if self.owed or self._after_owed:

@@ -101,7 +101,7 @@ _LIVE_AGAIN = (
 # How long a run waits before its claim is tried again when another process was changing its
 # job at that moment (nanoseconds).
 _BUSY_BACKOFF = NS_PER_SECOND // 4
-# _warn_twin looks for a copy of a job scheduled without id= in a process's first this many
+# warn_twin looks for a copy of a job scheduled without id= in a process's first this many
 # such calls, while it holds at most _TWIN_JOBS jobs (a scan of them each).
 _TWIN_CHECKS = 100
 _TWIN_JOBS = 10_000
@@ -224,7 +224,7 @@ class Replica:
         self.unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
         self._warned_tasks: set[str] = set()
         self.hinted_tasks: set[str] = set()  # stored under a near miss of a registered name
-        self._twin_checks = 0  # schedule() calls without id= checked for copies (_warn_twin)
+        self._twin_checks = 0  # schedule() calls without id= checked for copies (warn_twin)
         self._warned_executors: set[str] = set()
         # Shut down without waiting: close the store once the runs still going have ended.
         self.close_when_idle = False
@@ -245,7 +245,7 @@ class Replica:
         # second for every due fire) at DEBUG, and the recovery once (_store_failed).
         self._failing: dict[str, int] = {}
         # The dead letters last seen in the store, id -> failed_at (ns, to the microsecond)
-        # (_sync_dead): only those may be dropped from memory when the store no longer has them
+        # (sync_dead): only those may be dropped from memory when the store no longer has them
         # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
         # outbox, or is owed) is not.
         self._dead_stored: dict[str, int] = {}
@@ -953,7 +953,7 @@ class Replica:
 
     def renew_locked(self) -> None:
         """Renew the leases of the runs going on here when a poll is due (lock held): all of
-        ``_sync_locked``'s upkeep that a stopping runner wants while it waits for them (it
+        ``sync_locked``'s upkeep that a stopping runner wants while it waits for them (it
         must not take other workers' lost runs over, nor read their changes)."""
         store = self._store
         if not store.is_open or not (self._s._running_total or self._taken):
@@ -1242,7 +1242,7 @@ class Replica:
         mono: int,
         skipped: dict[int, Job] | None = None,
     ) -> tuple[Occ, ClaimAsk | None] | None:
-        """The first half of ``_begin_durable``: decide in memory whether a popped entry runs
+        """The first half of ``Replica.begin``: decide in memory whether a popped entry runs
         now. Returns None if not, else its occurrence and the claim to make for it (None: this
         process holds the run already, a run taken over from a lost worker). A job whose fire
         is skipped is written now, or put in ``skipped`` for the caller to write."""
@@ -1334,7 +1334,7 @@ class Replica:
         quiet: bool = False,
         hold: bool = True,
     ) -> Occ | None:
-        """The second half of ``_begin_durable``: act on the store's answer to a claim (and
+        """The second half of ``Replica.begin``: act on the store's answer to a claim (and
         the job's row, if the store read it back). Returns the occurrence to run if this
         process won it. ``quiet``: the caller logs a failure (of many claims at once).
         ``hold``: a claim that failed or met a busy row holds the job's fires back for a
@@ -1434,7 +1434,7 @@ class Replica:
         store, fenced: if this process no longer holds the run, its outcome is refused.
 
         While the thread runner runs, outcomes wait in an outbox that it writes, all at once,
-        before it next claims (``_flush_outcomes``): a batch of short runs then costs one write
+        before it next claims (``Outcomes.flush``): a batch of short runs then costs one write
         of their outcomes instead of one each. A run that finishes ``_OUTBOX_WAIT`` or more
         after the outbox was last written writes it at once: a crash then repeats at most that
         much finished work (and the run that was going on). (Measured from the last write, not

@@ -2099,9 +2099,9 @@ class Scheduler:
     #
     # With a durable store (store.durable), the in-memory structures above stay the working
     # copy and the store's file is the truth: every change is written through (_save, _insert),
-    # a run starts only after the store gives it to this process (_begin_durable: a claim), its
-    # outcome is recorded only while this process still holds it (_finish_durable: fenced), and
-    # other processes' changes are read back by polling (_sync_locked). The two life-cycle
+    # a run starts only after the store gives it to this process (Replica.begin: a claim), its
+    # outcome is recorded only while this process still holds it (Replica.finish: fenced), and
+    # other processes' changes are read back by polling (sync_locked). The two life-cycle
     # methods are swapped in per instance, so a MemoryStore scheduler never tests for any of it.
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
