@@ -75,7 +75,7 @@ from duetime.recurrence import MONOTONIC, At
 from duetime.runner import RunnerLike
 from duetime.stats import StatsRecorder
 from duetime.stores import codec
-from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk
+from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import (
@@ -1152,16 +1152,7 @@ class Replica:
             self._full_since = None
             return None
         store.insert_pending()  # (in a batch: see _claim_one)
-        limit = self._claim_limit
-        if self._full_since is None:
-            limit = _CLAIM_FIRST
-        else:
-            spent = real_monotonic() - self._full_since
-            if spent < _CLAIM_QUICK:
-                limit = min(2 * limit, _CLAIM_MOST)
-            elif spent > 4 * _CLAIM_QUICK:
-                limit = max(limit // 2, _CLAIM_FIRST)
-        self._claim_limit = limit
+        limit = self._batch_limit()
         if most is not None:
             limit = min(limit, most)
         # The outcomes waiting to be written go with the claims, in the same transaction; their
@@ -1194,43 +1185,71 @@ class Replica:
                     claiming.add(id(job))
             head = store.head(wall, mono)
         if asks or outcomes:
-            try:
-                settled, answers = store.settle_and_claim(settle, [ask for _, _, ask in asks])
-            except Exception:
-                # Not the store's refusal (that is a StoreError answer): a bug. Put back what
-                # was taken, so that the runner, which logs it and pauses, tries it all again.
-                self.outcomes.outbox[:0] = outcomes
-                for _, occ, _ in asks:
-                    occ.job._running -= 1
-                    self._s._running_total -= 1
-                    self.reload(occ.job)
-                raise
-            self.outcomes.after(outcomes, settle, settled)
-            lost = 0
-            failed = [a for a in answers if isinstance(a, StoreError)]
-            quiet = len(failed) > 1  # one line for the lot, below
-            for (key, occ, ask), answer in zip(asks, answers, strict=True):
-                won = self._claimed(key, occ, ask, answer, quiet)
-                if won is not None:
-                    runs.append(won)
-                elif type(answer) is tuple and answer[0] == "lost":
-                    lost += 1
-            if quiet:
-                self._store_failed("claims")(
-                    "could not claim %d runs (trying again in %.2g s): %s",
-                    len(failed),
-                    self._store.retry_in_ns() / NS_PER_SECOND,
-                    failed[0],
-                )
-            if lost * 2 > len(asks) >= 4:
-                # Other workers are taking these fires: read what they took (one query) rather
-                # than lose a claim for each of them.
-                self.sync_locked(full=False)
+            runs += self._settle_and_claim(outcomes, settle, asks)
         for job in skipped.values():
             # (Also a job the skip ended: its row must say so, and its misfires be reported.)
             self._save_quiet(job)
         self.outcomes.written_at = self._clock.monotonic_ns()
         self._full_since = real_monotonic() if len(asks) == limit else None
+        return runs
+
+    def _batch_limit(self) -> int:
+        """How many fires the next batch claims at most (lock held): _CLAIM_FIRST for the first
+        of a burst, twice the last while full batches run quickly, half when they run slowly
+        (see _CLAIM_FIRST)."""
+        limit = self._claim_limit
+        if self._full_since is None:
+            limit = _CLAIM_FIRST
+        else:
+            spent = real_monotonic() - self._full_since
+            if spent < _CLAIM_QUICK:
+                limit = min(2 * limit, _CLAIM_MOST)
+            elif spent > 4 * _CLAIM_QUICK:
+                limit = max(limit // 2, _CLAIM_FIRST)
+        self._claim_limit = limit
+        return limit
+
+    def _settle_and_claim(
+        self,
+        outcomes: list[Outcome],
+        settle: list[SettleAsk],
+        asks: list[tuple[Any, Occ, ClaimAsk]],
+    ) -> list[Occ]:
+        """Write ``outcomes`` and claim ``asks`` in one transaction, and act on the answers
+        (lock held): the occurrences whose claim this process won, to run."""
+        try:
+            settled, answers = self._store.settle_and_claim(settle, [ask for _, _, ask in asks])
+        except Exception:
+            # Not the store's refusal (that is a StoreError answer): a bug. Put back what was
+            # taken, so that the runner, which logs it and pauses, tries it all again.
+            self.outcomes.outbox[:0] = outcomes
+            for _, occ, _ in asks:
+                occ.job._running -= 1
+                self._s._running_total -= 1
+                self.reload(occ.job)
+            raise
+        self.outcomes.after(outcomes, settle, settled)
+        runs: list[Occ] = []
+        lost = 0
+        failed = [a for a in answers if isinstance(a, StoreError)]
+        quiet = len(failed) > 1  # one line for the lot, below
+        for (key, occ, ask), answer in zip(asks, answers, strict=True):
+            won = self._claimed(key, occ, ask, answer, quiet)
+            if won is not None:
+                runs.append(won)
+            elif type(answer) is tuple and answer[0] == "lost":
+                lost += 1
+        if quiet:
+            self._store_failed("claims")(
+                "could not claim %d runs (trying again in %.2g s): %s",
+                len(failed),
+                self._store.retry_in_ns() / NS_PER_SECOND,
+                failed[0],
+            )
+        if lost * 2 > len(asks) >= 4:
+            # Other workers are taking these fires: read what they took (one query) rather than
+            # lose a claim for each of them.
+            self.sync_locked(full=False)
         return runs
 
     def _prepare_claim(

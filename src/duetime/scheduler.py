@@ -1961,25 +1961,9 @@ class Scheduler:
         trouble.last_error = error
         self._stats.failed += 1
         retry = job._opts.retry or self._retry
-        delay: float | None = None
-        if live:
-            delay, problem, raised = policy.retry_delay(
-                retry, attempt, error, self._rng, prev_delay
-            )
-            if problem is not None:
-                logger.error(
-                    "retry policy %r %s; giving up on job %r",
-                    retry,
-                    problem,
-                    job.id,
-                    exc_info=raised,
-                )
         mono = self._clock.monotonic_ns()
+        delay = self._retry_delay(job, retry, attempt, error, prev_delay, mono) if live else None
         retry_at = None
-        if delay is not None and self._replica is not None:
-            at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
-            if self._unstorable(job, "retry", at, 0, "not retried"):
-                delay = None
         if delay is not None:
             retry_at = mono + round(delay * NS_PER_SECOND)
             self._queue_side(_Side(job, base, base_tb, attempt + 1, delay, False, fire), retry_at)
@@ -2017,7 +2001,47 @@ class Scheduler:
             )
         if delay is not None:
             return False, False
-        # The occurrence is dead.
+        return True, self._dead(job, base, base_tb, attempt, error, mono, events, live)
+
+    def _retry_delay(
+        self,
+        job: Job,
+        retry: RetryPolicy,
+        attempt: int,
+        error: BaseException,
+        prev_delay: float | None,
+        mono: int,
+    ) -> float | None:
+        """The seconds until a failed attempt's retry, or None: no retry (the policy gives up,
+        fails, or a durable store could not hold the retry's time). Lock held."""
+        delay, problem, raised = policy.retry_delay(retry, attempt, error, self._rng, prev_delay)
+        if problem is not None:
+            logger.error(
+                "retry policy %r %s; giving up on job %r",
+                retry,
+                problem,
+                job.id,
+                exc_info=raised,
+            )
+        if delay is not None and self._replica is not None:
+            at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
+            if self._unstorable(job, "retry", at, 0, "not retried"):
+                return None
+        return delay
+
+    def _dead(
+        self,
+        job: Job,
+        base: int,
+        base_tb: int,
+        attempt: int,
+        error: BaseException,
+        mono: int,
+        events: list[Event],
+        live: bool,
+    ) -> bool:
+        """An occurrence whose last attempt failed: count it, tell listeners, and keep a dead
+        letter if its job is a one-shot that ends with it (lock held). Whether it does."""
         self._stats.dead += 1
         if self._watch:
             events.append(
@@ -2041,7 +2065,7 @@ class Scheduler:
                     self._to_datetime(mono, MONOTONIC),
                 ),
             )
-        return True, one_shot_dead
+        return one_shot_dead
 
     # -- dead letters ---------------------------------------------------------------------------
 
