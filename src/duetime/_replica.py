@@ -1389,47 +1389,59 @@ class Replica:
         if job._x is not None:
             job._x.backlog = False  # (set by the start that did not happen)
         if outcome in ("failed", "busy"):
-            if type(key) is not Job and key.claimed != 1:
-                # The side left the job's sides when it was popped, so reading the job back
-                # cannot restore it if the row does not hold it (a queued fire never is).
-                self._load_at_next_poll([fire])
-            # The store is the truth: read the job back, and try its fire again after a pause
-            # (the same fire: the claim's guard is its due time, which the pause leaves alone).
-            # "busy": another process is claiming or changing this job right now; its change
-            # reaches this one soon (and replaces the retry), or it rolled back. (A failed
-            # claim was logged: a read back failing with it says nothing new.)
-            self.reload(job, row, quiet or outcome == "failed")
-            if hold:
-                if job._due is not None and job._qkey is not None:
-                    job._due = max(job._due, wall + pause)
-                    self._s._push_regular(job)
-                for side in job._sides or ():
-                    if side.due is not None and side._qkey is not None:
-                        side.due = max(side.due, wall + pause)
-                        self._s._push_side(side)
+            self._claim_refused(
+                key, job, fire, row, wall + pause, quiet or outcome == "failed", hold
+            )
         elif outcome == "lost":
-            self.reload(job, row)
-            if type(key) is not Job:
-                # The fire's key ran, or runs, elsewhere: a copy of this side read back from
-                # the row must not be queued again (it would lose the same claim forever).
-                # Only a copy of this attempt or an earlier one: a later attempt of the same
-                # fire is the retry the worker that won this one queued when it failed (it
-                # was dropped, and the job written as completed over it).
-                attempt = ask[3]
-                stale = [
-                    x for x in job._sides or () if self._fire_of(x) == fire and x.attempt <= attempt
-                ]
-                if stale:
-                    for x in stale:
-                        self._s._drop_side(x)
-                    self._s._come_to_rest(job)
-                    self._save_quiet(job)
+            self._claim_lost(key, job, fire, row, ask[3])
         else:  # the fire ran or runs already (a backfill, another process): skip it
             if ask[8] == SOLO_SKIP and self._overlapped_elsewhere(fire):
                 self._s._skipped(job, occ.due, occ.timebase, Verdict.SKIP.value)
             self._s._come_to_rest(job)
             self._save_quiet(job)
         return None
+
+    def _claim_refused(
+        self, key: Any, job: Job, fire: str, row: JobRow | None, until: int, quiet: bool, hold: bool
+    ) -> None:
+        """A claim that failed or met a busy row (lock held): read the job back, and with
+        ``hold`` hold its fires back until ``until``; ``quiet``: the read back logs nothing."""
+        if type(key) is not Job and key.claimed != 1:
+            # The side left the job's sides when it was popped, so reading the job back
+            # cannot restore it if the row does not hold it (a queued fire never is).
+            self._load_at_next_poll([fire])
+        # The store is the truth: read the job back, and try its fire again after a pause
+        # (the same fire: the claim's guard is its due time, which the pause leaves alone).
+        # "busy": another process is claiming or changing this job right now; its change
+        # reaches this one soon (and replaces the retry), or it rolled back. (A failed
+        # claim was logged: a read back failing with it says nothing new.)
+        self.reload(job, row, quiet)
+        if hold:
+            if job._due is not None and job._qkey is not None:
+                job._due = max(job._due, until)
+                self._s._push_regular(job)
+            for side in job._sides or ():
+                if side.due is not None and side._qkey is not None:
+                    side.due = max(side.due, until)
+                    self._s._push_side(side)
+
+    def _claim_lost(self, key: Any, job: Job, fire: str, row: JobRow | None, attempt: int) -> None:
+        """A claim another worker won (lock held): read the job back, without this fire."""
+        self.reload(job, row)
+        if type(key) is not Job:
+            # The fire's key ran, or runs, elsewhere: a copy of this side read back from
+            # the row must not be queued again (it would lose the same claim forever).
+            # Only a copy of this attempt or an earlier one: a later attempt of the same
+            # fire is the retry the worker that won this one queued when it failed (it
+            # was dropped, and the job written as completed over it).
+            stale = [
+                x for x in job._sides or () if self._fire_of(x) == fire and x.attempt <= attempt
+            ]
+            if stale:
+                for x in stale:
+                    self._s._drop_side(x)
+                self._s._come_to_rest(job)
+                self._save_quiet(job)
 
     def _overlapped_elsewhere(self, fire: str) -> bool:
         """After a claim under ``Overlap.SKIP`` answered "done": whether it was the store that

@@ -351,19 +351,25 @@ class Scheduler:
         self._replica: Replica | None = None
         self._cycle = Cycle(self._begin, self._call, self._finish_locked)
         if isinstance(store, (SQLiteStore, PostgresStore)):
-            durable = self._replica = Replica(self, store)
-            self._cycle = Cycle(durable.begin, durable.call, durable.finish)
-            try:
-                durable.open()
-            except BaseException:
-                if store.is_open:
-                    store.close()
-                if not store.count() and not store.dead:
-                    # (Only a store that loaded nothing is free: loaded jobs belong to this
-                    # scheduler, which is gone, and would come with the store.)
-                    store.owner = None
-                raise
+            self._open_replica(store)
         self._engine = self._make_engine(executor)
+
+    def _open_replica(self, store: SQLiteStore | PostgresStore) -> None:
+        """Compose the replica of a durable store and take its life-cycle steps, then load the
+        store (at construction). A store that fails to open is closed, and left free if it
+        loaded nothing."""
+        durable = self._replica = Replica(self, store)
+        self._cycle = Cycle(durable.begin, durable.call, durable.finish)
+        try:
+            durable.open()
+        except BaseException:
+            if store.is_open:
+                store.close()
+            if not store.count() and not store.dead:
+                # (Only a store that loaded nothing is free: loaded jobs belong to this
+                # scheduler, which is gone, and would come with the store.)
+                store.owner = None
+            raise
 
     def _make_engine(self, executor: Any) -> Engine:
         """What the runners may use (the package-internal interface; see duetime._engine)."""
