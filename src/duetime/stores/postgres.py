@@ -690,14 +690,15 @@ class PostgresStore(SQLStore):
         return StoreError(self._where, f"{what} failed ({text})", advice)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        psycopg = psycopg_module()
-        return psycopg.connect(  # type: ignore[no-any-return]
+        driver = psycopg_module()  # (imported when first used: typed Any)
+        conn: psycopg.Connection[Any] = driver.connect(
             self.dsn,
             autocommit=True,
             connect_timeout=max(1, round(self.connect_timeout)),
             application_name=f"duetime {self.worker}"[:63],
             **_tcp_defaults(self.dsn),
         )
+        return conn
 
     def _handle(self, what: str) -> _Handle:
         """The open connection, reopened if it was lost (at most once per backoff period)."""
