@@ -469,13 +469,14 @@ async def _poll_while_closing(one: AsyncScheduler, clock: FakeClock) -> None:
             break
         await asyncio.sleep(0)
     assert not clock._callbacks, "the loop did not stop"
-    polled = one._next_poll
+    replica: Any = one._replica
+    polled = replica.next_poll
     clock.advance(0.25)
     for _ in range(int(WAIT / 0.001)):
-        if one._next_poll != polled:
+        if replica.next_poll != polled:
             break
         await asyncio.sleep(0.001)
-    assert one._next_poll != polled, "the lease was not renewed"
+    assert replica.next_poll != polled, "the lease was not renewed"
 
 
 def test_runs_going_on_at_aclose_keep_their_leases_while_it_waits(tmp_path: Path) -> None:

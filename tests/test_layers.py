@@ -99,6 +99,18 @@ def test_no_duetime_import_hides_inside_a_function() -> None:
     assert hidden == []
 
 
+#: The parts the Scheduler composes, one responsibility each (docs/concepts.md).
+FACADE_PARTS = (
+    "duetime._replica",
+    "duetime._stepping",
+    "duetime._dead_letters",
+    "duetime._manual",
+    "duetime._options",
+    "duetime._registry",
+    "duetime._service",
+)
+
+
 def test_the_modules_form_a_one_way_stack() -> None:
     graph = {name(p): imports(p)[0] - {"duetime"} for p in MODULES if name(p) != "duetime"}
     # Depth-first search for a cycle; the package __init__ (which re-exports everything) is
@@ -131,3 +143,13 @@ def test_the_modules_form_a_one_way_stack() -> None:
     # @duetime.task declarations under everything (a tasks module imports nothing else).
     assert [m for m in sorted(graph) if "duetime._worker" in graph[m]] == ["duetime.__main__"]
     assert graph["duetime._declared"] <= {"duetime.errors"}
+    # The facade's parts sit under the facade that composes them, and only the facade and its
+    # parts use them: what a part uses of the facade is its own Host protocol, never an import
+    # of the Scheduler.
+    for part in FACADE_PARTS:
+        assert "duetime.scheduler" not in graph[part]
+        users = {m for m in graph if part in graph[m]}
+        assert users <= {"duetime.scheduler", *FACADE_PARTS}, (part, users)
+    assert graph["duetime._dead"] <= {"duetime.job"}
+    # The replica's outcomes sit under it, and only it holds them.
+    assert {m for m in graph if "duetime._outcomes" in graph[m]} == {"duetime._replica"}

@@ -42,7 +42,7 @@ from duetime import (
     StoreError,
     current_run,
 )
-from duetime import scheduler as scheduler_module
+from duetime import _replica as replica_module
 from duetime.__main__ import main as cli_main
 from duetime.stores import postgres
 
@@ -583,7 +583,7 @@ def test_the_runners_batches_grow_while_quick_jobs_keep_them_full_and_not_for_sl
     # The batch size follows how long a full batch took to run, in real time; here "real" time
     # is the test's: a quick job takes none of it, a slow one 10 ms.
     real = [0.0]
-    monkeypatch.setattr(scheduler_module, "real_monotonic", lambda: real[0])
+    monkeypatch.setattr(replica_module, "real_monotonic", lambda: real[0])
     clock = FakeClock(T0)
     store = _CountingStore(pg_database, schema=pg_schema)
     s = Scheduler(clock, store=store, executor="inline")

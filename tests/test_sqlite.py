@@ -689,9 +689,10 @@ def test_runs_going_on_at_shutdown_keep_their_leases_while_it_waits_for_them(
     stopping.start()
     runner: Any = one._runner
     until(lambda: not runner._thread.is_alive(), what="the runner thread to end")
-    polled = one._next_poll
+    replica: Any = one._replica
+    polled = replica.next_poll
     clocks[0].advance(0.25)  # a poll is due: the waiting shutdown renews, until 10.55 s
-    until(lambda: one._next_poll != polled, what="the lease renewed")
+    until(lambda: replica.next_poll != polled, what="the lease renewed")
     clocks[1].advance(10.4)
     assert two.run_pending() == 0  # not taken over: its lease holds
     release.set()
@@ -789,11 +790,12 @@ def test_a_run_taken_over_is_not_started_by_a_worker_that_lost_it_before_it_star
         if run.attempt == 1:
             clocks[1].advance(50)
             with one._lock:
-                one._sync_locked()  # (takes the run over: queued here, not started)
+                replica: Any = one._replica
+                replica.sync_locked()  # (takes the run over: queued here, not started)
             clocks[2].advance(100)
             assert two.run_pending() == 1  # (takes it over from "one" and runs it)
             with caplog.at_level(logging.WARNING, logger="duetime"), monkeypatch.context() as m:
-                m.setattr(one, "_sync_locked", lambda full=True: None)  # (reads no changes)
+                m.setattr(one._replica, "sync_locked", lambda full=True: None)  # (reads no changes)
                 assert one.run_pending() == 0
             assert "was taken over again before it started" in caplog.text
 
@@ -819,7 +821,7 @@ def test_a_stale_copy_claims_and_settles_without_undoing_a_replace(
     # knows, but its claim and its outcome write the job's progress, never its old arguments.
     a = open_scheduler()
     b = open_scheduler()
-    monkeypatch.setattr(a, "_sync_locked", lambda full=True: None)  # (a reads no changes)
+    monkeypatch.setattr(a._replica, "sync_locked", lambda full=True: None)  # (a reads no changes)
     a.schedule("record", FixedRate(60), args=("old",), id="tick")
     b.schedule("record", FixedRate(60), args=("new",), id="tick", replace=True)
     clock.advance(60)
@@ -1028,7 +1030,7 @@ def test_a_fire_skipped_by_a_stale_copy_does_not_undo_a_change_made_elsewhere(
             assert b.cancel("tick")
         else:
             b.schedule("hold", FixedRate(10), args=("new",), id="tick", replace=True)
-        monkeypatch.setattr(a, "_sync_locked", lambda full=True: None)  # (a reads nothing)
+        monkeypatch.setattr(a._replica, "sync_locked", lambda full=True: None)  # (a reads nothing)
         clock.advance(10)
         assert a.run_pending() == 0  # the 20 s fire, skipped
     finally:
@@ -1776,9 +1778,10 @@ def test_a_process_lacking_a_job_s_executor_takes_none_of_its_runs_over(
     lacking.register("report", calls.record)
 
     def stall() -> None:
-        polled = lacking._next_poll
+        replica: Any = lacking._replica
+        polled = replica.next_poll
         clocks[1].advance(50)  # past the lease, on the clock of the process lacking it
-        until(lambda: lacking._next_poll != polled, what="a poll of the process lacking it")
+        until(lambda: replica.next_poll != polled, what="a poll of the process lacking it")
         calls.record()
 
     with ThreadPoolExecutor(1) as reports:
@@ -2501,7 +2504,7 @@ def test_a_retry_queued_elsewhere_survives_a_stale_worker_losing_the_attempt_bef
     clock.advance(1)
     assert two.run_pending() == 1
     with monkeypatch.context() as m:
-        m.setattr(one, "_sync_locked", lambda full=True: None)  # (one reads no changes)
+        m.setattr(one._replica, "sync_locked", lambda full=True: None)  # (one reads no changes)
         assert one.run_pending() == 0
     clock.advance(1)
     assert one.run_pending() + two.run_pending() == 1
@@ -2780,7 +2783,7 @@ def test_retry_failed_refuses_a_letter_another_process_took(
     a.discard_failed("d")
     # b retries in the moment after it last looked (its look is skipped here): the store no
     # longer has the letter, so b must not run the job again from its own copy.
-    monkeypatch.setattr(b, "_sync_dead", lambda: None)
+    monkeypatch.setattr(b._replica, "sync_dead", lambda: None)
     with pytest.raises(JobLookupError):
         b.retry_failed("d")
     assert b.get("d") is None and open_scheduler().get("d") is None

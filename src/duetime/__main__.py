@@ -348,8 +348,11 @@ def jobs(url: str, state: str | None) -> int:
 def _unrunnable(s: Scheduler, jobs: Sequence[Job]) -> list[str]:
     """For each job, "no worker has registered this task" if no live process on the store has
     said it runs the job's task (Scheduler.register records it), else ""."""
+    store = s.store
+    if not isinstance(store, (SQLiteStore, PostgresStore)):
+        return [""] * len(jobs)  # (no processes record themselves in memory)
     try:
-        names, prefixes = s._store.live_tasks(real_time_ns())  # type: ignore[attr-defined]
+        names, prefixes = store.live_tasks(real_time_ns())
     except StoreError:
         return [""] * len(jobs)  # (a store made before processes recorded themselves)
 

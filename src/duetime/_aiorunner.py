@@ -122,7 +122,7 @@ class AsyncRunner(HeadWatcher):
                             timeout = timeout_ns / NS_PER_SECOND
                         self._sleeping = True
                         self._wakeup.clear()
-                    events = s.take_events()
+                    events = s.drain_events()
                 if events:
                     s.emit(events)
                 if item is not None:
@@ -181,7 +181,7 @@ class AsyncRunner(HeadWatcher):
         executor, as the thread runner would (the job's named one, else the scheduler's
         ``executor=``), where ``None`` is the loop's default executor and ``"inline"`` runs it
         here, on the loop."""
-        job = occ[0]
+        job = occ.job
         fut: asyncio.Future[Any]
         if is_coroutine_function(job.func):
             fut = self._loop.create_task(self._run_coroutine(occ))
@@ -212,7 +212,7 @@ class AsyncRunner(HeadWatcher):
         import asyncio
 
         s = self._s
-        job = occ[0]
+        job = occ.job
         if s.may_start is not None and not s.may_start(occ):
             done: asyncio.Future[Any] = self._loop.create_future()
             done.set_result(None)
@@ -282,7 +282,7 @@ class AsyncRunner(HeadWatcher):
         import asyncio
 
         s = self._s
-        job = occ[0]
+        job = occ.job
         if revoked(occ):
             s.abandon(occ, lost=True)
             return

@@ -16,13 +16,13 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from duetime.clock import NsClock
 from duetime.events import Event
 from duetime.job import Occ
 
-__all__ = ["Engine"]
+__all__ = ["Cycle", "Engine"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -67,7 +67,7 @@ class Engine:
             occurrences, with one write to a durable store (lock not held).
         emit_started: ``(occ) -> None``: tell listeners an occurrence starts (lock not held).
         emit: ``(events) -> None``: deliver events to listeners (lock not held).
-        take_events: ``() -> events``: the events raised under the lock, to emit once it is
+        drain_events: ``() -> events``: the events raised under the lock, to emit once it is
             released (lock held).
         idle: ``() -> bool``: nothing due now and nothing running (lock held).
         now: ``() -> datetime``: the clock's wall time in the scheduler's zone.
@@ -104,7 +104,7 @@ class Engine:
     abandon_all: Callable[..., None]
     emit_started: Callable[[Occ], None]
     emit: Callable[[Sequence[Event]], None]
-    take_events: Callable[[], Sequence[Event]]
+    drain_events: Callable[[], Sequence[Event]]
     idle: Callable[[], bool]
     now: Callable[[], datetime]
     running: Callable[[], int]
@@ -112,3 +112,13 @@ class Engine:
     sync: Callable[[], None]
     renew: Callable[[], None]
     may_start: Callable[[Occ], bool] | None
+
+
+class Cycle(NamedTuple):
+    """The life cycle's steps as the scheduler calls them: its own, or, with a durable store,
+    its replica's, which claim a run before ``begin`` and settle it after ``finish``. Chosen
+    once, at construction."""
+
+    begin: Callable[[Any, int, int, int, int], Occ | None]
+    call: Callable[..., tuple[Occ, Any, Exception | None] | None]
+    finish: Callable[[tuple[Occ, Any, Exception | None]], None]

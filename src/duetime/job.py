@@ -13,7 +13,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from duetime._validate import duration_ns, ns_to_datetime
 from duetime.ratelimit import TokenBucket
@@ -274,20 +274,38 @@ class JobHost(Protocol):
     def resume(self, job_or_id: Job | str) -> None: ...
 
 
-#: One occurrence as the life cycle passes it around: ``(job, due, timebase, attempt, started
-#: (monotonic ns), previous retry delay, fire key or None, the job's generation when it was
-#: taken)``; also what ``current_run()`` holds. The fire key is None for a regular occurrence in
-#: memory: ``Run.key`` derives it when asked. The generation (``_Extras.gen``) moves when the
-#: job is given a new schedule: an occurrence taken under an older one never starts.
-Occ = tuple[Job, int, int, int, int, "float | None", "str | None", int]
+class Occ(NamedTuple):
+    """One occurrence as the life cycle passes it around; also what ``current_run()`` holds.
+
+    A tuple, so that the hot path builds it with one C call (``new_occ``) and reads it as fast
+    as a tuple; its fields are read by name.
+    """
+
+    job: Job
+    due: int  # due time on its timebase's axis (ns)
+    timebase: int  # WALL or MONOTONIC
+    attempt: int  # 1 for the first attempt, 2 for the first retry, ...
+    started: int  # monotonic ns when it was begun
+    prev_delay: float | None  # the retry delay that led to this attempt, if any
+    # None for a regular occurrence in memory: ``Run.key`` derives it when asked.
+    fire: str | None
+    # The job's generation (``_Extras.gen``) when it was taken: it moves when the job is given
+    # a new schedule, and an occurrence taken under an older one never starts.
+    gen: int
+
+
+#: ``new_occ(Occ, (job, due, timebase, attempt, started, prev_delay, fire, gen))``: an ``Occ``
+#: built by ``tuple.__new__`` itself, one C call, without the Python-level ``__new__`` a
+#: NamedTuple has (the life cycle builds one per run).
+new_occ = tuple.__new__
 
 
 def revoked(occ: Occ) -> bool:
     """Whether a taken occurrence must not start after all: its job was cancelled, or given a
     new schedule, since it was taken (in an executor's queue, say). A cancel or a reschedule
     counts until the function starts; a run that has started finishes."""
-    job = occ[0]
-    return job._state is _CANCELLED or (job._x is not None and job._x.gen != occ[7])
+    job = occ.job
+    return job._state is _CANCELLED or (job._x is not None and job._x.gen != occ.gen)
 
 
 _CANCELLED = JobState.CANCELLED  # (a global read, not an enum attribute, on every run)
@@ -384,7 +402,7 @@ class _Extras:
         # first registered name (one function registered under several names): None otherwise.
         self.task: str | None = None
         # Bumped when the job is given a new schedule while occurrences of it are taken (in an
-        # executor's queue, say): those never start (Occ's last field).
+        # executor's queue, say): those never start (Occ.gen).
         self.gen = 0
         # The microsecond (since the epoch) whose fire key the last trigger() took, in memory:
         # a second trigger() in that microsecond or before takes the next one's.
@@ -439,10 +457,9 @@ class Run:
         )
 
 
-# The running occurrence, as the scheduler's own tuple (job, due, timebase, attempt, ...);
-# current_run() builds the Run object only when someone asks, so runs that never ask pay
-# nothing for it.
-_current: contextvars.ContextVar[tuple[Any, ...] | None] = contextvars.ContextVar(
+# The running occurrence, as the life cycle's own record; current_run() builds the Run object
+# only when someone asks, so runs that never ask pay nothing for it.
+_current: contextvars.ContextVar[Occ | None] = contextvars.ContextVar(
     "duetime_current_run", default=None
 )
 
@@ -455,7 +472,7 @@ def current_run() -> Run | None:
     cur = _current.get()
     if cur is None:
         return None
-    return Run(cur[0], cur[1], cur[2], cur[3], cur[6])
+    return Run(cur.job, cur.due, cur.timebase, cur.attempt, cur.fire)
 
 
 def fire_key(job_id: str, due: datetime) -> str:

@@ -286,7 +286,7 @@ class Runner(HeadWatcher):
             item = s.pop_due(wall, mono)
             if item is not None:
                 occ = s.begin(*item, wall, mono)
-                events = s.take_events()
+                events = s.drain_events()
                 cond.release()
                 try:
                     if events:
@@ -324,7 +324,7 @@ class Runner(HeadWatcher):
                 continue
             occs = begin_due(wall, mono, room)  # (writes the waiting outcomes with its claims)
             if occs is not None:
-                events = s.take_events()
+                events = s.drain_events()
                 cond.release()
                 try:
                     if events:
@@ -367,7 +367,7 @@ class Runner(HeadWatcher):
     def _dispatch(self, occ: Occ) -> None:
         """Hand one occurrence to its executor (lock not held)."""
         s = self._s
-        job = occ[0]
+        job = occ.job
         name = job._opts.executor
         executor: Any = self._named[name] if name is not None else self._default
         if executor is None or executor == "inline":

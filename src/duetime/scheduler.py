@@ -15,36 +15,31 @@ and the asyncio runner (``duetime._aiorunner``) does the same for plain function
 coroutine functions in a task (its one difference: ``_call`` cannot await). Each step has one
 copy, its common case kept short at its top; the stepping loop inlines only the queue pop.
 
+With a durable store the scheduler composes a ``duetime._replica.Replica``, chosen at
+construction: the three steps are then the replica's (``_cycle``), which claim each run in the
+store before ``_begin`` and settle it after ``_finish_locked``; everything else the durable
+store needs (loading, sync, leases, outcomes) is the replica's too.
+
 Changes to jobs, queued occurrences, dead letters and waiting starts go through the store
 (``duetime.stores``), mostly by way of ``_queue_regular``, ``_queue_side``, ``_hold_side``,
-``_unqueue`` and ``_settle``. Five hot spots use ``MemoryStore``'s structures directly instead:
-the keyword-less ``schedule()`` (push), the common ``cancel()``, the stepping loop's pop,
+``_unqueue`` and ``_come_to_rest``. Five hot spots use ``MemoryStore``'s structures directly
+instead: the keyword-less ``schedule()`` (push), the common ``cancel()``, the stepping loop's pop,
 ``_begin``'s common case (indexing an anonymous job it took) and ``_finish_locked``'s (dropping
 it). A durable store will need them to take the general path (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import inspect
 import itertools
-import json
 import logging
-import operator
 import os
 import random
-import socket
 import sys
 import threading
 import traceback
-import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
-from dataclasses import asdict as _asdict
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
-from heapq import heappop
+from datetime import datetime, timedelta, tzinfo
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
@@ -52,8 +47,27 @@ from duetime import _durable, _foreign, policy
 from duetime._aiorunner import AsyncRunner, is_coroutine_function
 from duetime._awaiting import await_result as _await
 from duetime._awaiting import is_generator_function
+from duetime._dead import FailedJob
+from duetime._dead_letters import DeadLetters
 from duetime._durable import MissingTask
-from duetime._engine import Engine
+from duetime._engine import Cycle, Engine
+from duetime._manual import ManualFires
+from duetime._options import (
+    Options,
+    check_call,
+    check_clock,
+    check_executors,
+    check_names,
+    check_priority,
+    check_settings,
+    check_store,
+    lease_ns,
+    timebase_of,
+)
+from duetime._registry import TaskRegistry
+from duetime._replica import Replica
+from duetime._service import Service
+from duetime._stepping import Stepping
 from duetime._timers import (
     DUE_SHIFT,
     PRIORITY_MAX,
@@ -64,14 +78,8 @@ from duetime._validate import (
     DURATION_MOST_S,
     EPOCH_MOST_NS,
     NS_PER_SECOND,
-    aware_datetime,
-    datetime_to_ns,
     duration_ns,
-    epoch_ns,
-    in_calendar,
     integer,
-    lower_scheme,
-    name_hint,
     ns_to_datetime,
     zone,
 )
@@ -81,18 +89,13 @@ from duetime.clock import (
     NsClock,
     SecondsClock,
     SteppableClock,
-    SystemClock,
     WallAxis,
-    real_monotonic,
-    real_time_ns,
 )
-from duetime.cron import Cron
 from duetime.errors import (
     ConflictingIdError,
     InvalidArgument,
     JobLookupError,
     SchedulerShutdownError,
-    StoredError,
     StoreError,
     exception_message,
 )
@@ -103,7 +106,6 @@ from duetime.events import (
     JobDead,
     JobDeferred,
     JobFailed,
-    JobLost,
     JobMissed,
     JobPaused,
     JobRescheduled,
@@ -130,26 +132,22 @@ from duetime.job import (
     _current,
     fire_key_at,
     new_job,
+    new_occ,
     revoked,
 )
 from duetime.job import Side as _Side
-from duetime.poisson import Poisson
 from duetime.policy import Verdict
 from duetime.ratelimit import TokenBucket
-from duetime.recurrence import MONOTONIC, WALL, After, At, Env, FixedRate, Recurrence
+from duetime.recurrence import MONOTONIC, Env, Recurrence
 from duetime.retry import NoRetry, RetryPolicy
-from duetime.runner import Runner, RunnerLike, serving
+from duetime.runner import RunnerLike
 from duetime.stats import Stats, StatsRecorder
-from duetime.stores import codec
-from duetime.stores.base import SOLO_SKIP, SOLO_WAIT, ClaimAnswer, ClaimAsk, SettleAsk
 from duetime.stores.memory import MemoryStore
-from duetime.stores.postgres import PostgresStore, redact_dsn
+from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import (
-    DEFINITION,
     ENDED_STATES,
     LEASE_MOST_NS,
     RUN_STATES,
-    JobRow,
     RunRecord,
     UnreadableRow,
 )
@@ -165,6 +163,11 @@ else:  # pragma: no cover
         from typing_extensions import Unpack
 
 __all__ = ["FailedJob", "ScheduleOptions", "Scheduler"]
+
+
+def _nothing() -> None:
+    """What the runners' durable-only hooks do without a durable store."""
+
 
 logger = logging.getLogger("duetime")
 _log_enabled = logger.isEnabledFor  # (bound once: schedule()'s quick path asks it per call)
@@ -222,15 +225,6 @@ _NO_FUNC: Any = object()
 _SHORTHAND = (float, int, datetime)
 
 
-def _priority(value: Any) -> int:
-    integer("priority", value)
-    if not PRIORITY_MIN <= value <= PRIORITY_MAX:
-        raise InvalidArgument(
-            f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {value!r}"
-        )
-    return int(value)
-
-
 def _held_regular(side: _Side) -> bool:
     """Whether ``side`` is a regular fire held back by ``Overlap.QUEUE`` (the one later regular
     fires coalesce into), not a retry, a ``trigger()`` run or a run taken over from a lost
@@ -238,123 +232,7 @@ def _held_regular(side: _Side) -> bool:
     return side.hold == _HELD and side.key is None and side.attempt == 1 and not side.claimed
 
 
-def _timebase(trigger: Any) -> int:
-    """The timebase of a job's trigger, without building an After/At for a raw shorthand."""
-    cls = type(trigger)
-    if cls is float or cls is int:
-        return MONOTONIC
-    return WALL if cls is datetime else trigger.timebase
-
-
-# How long a run waits before its claim is tried again when another process was changing its
-# job at that moment (nanoseconds).
-# Why retry_failed() cannot queue a dead letter whose id a live job has taken (it has no
-# replace=True to point at).
-_LIVE_AGAIN = (
-    "a live job has that id now: cancel it first, or drop the dead letter (discard_failed)"
-)
-_BUSY_BACKOFF = NS_PER_SECOND // 4
-# How often (real seconds) wait_idle() without a runner looks whether the runs still going
-# have ended.
-_IDLE_SLICE = 0.005
-
-# How many due fires the thread runner claims at once from a durable store (one round trip and
-# one commit on PostgreSQL, with the outcomes of the batch before). More amortizes the
-# statement's cost: a claim of 16 costs nearly what one of 64 does, and a burst of quick jobs
-# runs twice as fast in batches of 128 as of 16. Fewer leaves more of a burst to the other
-# workers when jobs are long and run inline. So a burst starts at _CLAIM_FIRST; the next batch
-# is twice as large while a full batch was dispatched (run, when inline) within _CLAIM_QUICK real
-# seconds, half as large (not below _CLAIM_FIRST) when it took four times that. A batch that
-# took everything due ends the burst.
 _LEASE_MOST = LEASE_MOST_NS
-# _warn_twin looks for a copy of a job scheduled without id= in a process's first this many
-# such calls, while it holds at most _TWIN_JOBS jobs (a scan of them each).
-_TWIN_CHECKS = 100
-# How long the interpreter's exit waits for a busy scheduler's lock (seconds).
-_EXIT_LOCK_WAIT = 5.0
-_TWIN_JOBS = 10_000
-_WORKER_TTL = 60 * NS_PER_SECOND
-_CLAIM_FIRST = 16
-_CLAIM_MOST = 256
-_CLAIM_QUICK = 0.005
-
-# How long after the outbox was last written (with a batch's claims, or alone) a finished run's
-# outcome may wait in it to be written with others (nanoseconds). Waiting saves a commit per run;
-# what waits runs again after a crash.
-_OUTBOX_WAIT = NS_PER_SECOND // 100
-
-# An outcome on its way to the store: (job, fire key, attempt, due, state, error, finished at).
-_Outcome = tuple[Job, str, int, int, str, Exception | None, int]
-
-# The most fires one backfill() call enqueues.
-_BACKFILL_LIMIT = 100_000
-
-
-def _check_retry(retry: object) -> None:
-    """Refuse what is not a retry policy instance (a policy class looks like one to the
-    protocol check, and would fail only at the first retry)."""
-    if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
-        raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
-
-
-def _store_from_url(url: str) -> MemoryStore:
-    """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
-    url = lower_scheme(url)
-    if url.startswith("sqlite:"):
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        return PostgresStore.from_url(url)
-    raise InvalidArgument(
-        f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
-        f"'postgresql://user@host/dbname', got {redact_dsn(url)!r}"
-    )
-
-
-# Classes already known to implement Recurrence (see _recurrence).
-_RECURRENCE_TYPES: set[type] = set()
-
-
-@dataclass(frozen=True, slots=True)
-class FailedJob:
-    """A one-shot job whose last attempt failed: an entry of the dead-letter list.
-
-    Attributes:
-        job: The job (state ``FAILED``).
-        error: The last exception.
-        traceback: The formatted traceback of ``error``.
-        attempts: How many attempts were made.
-        scheduled_time: When the occurrence was due.
-        failed_at: When the last attempt failed.
-    """
-
-    job: Job
-    error: BaseException
-    traceback: str
-    attempts: int
-    scheduled_time: datetime
-    failed_at: datetime
-
-
-def _dead_id(id: object, host: object) -> str:
-    """The id ``retry_failed``/``discard_failed`` were given: an id, or a Job or FailedJob of
-    ``host``'s (a handle from another scheduler names no letter here, as ``cancel`` says)."""
-    if isinstance(id, str):
-        return id
-    if isinstance(id, FailedJob):
-        id = id.job
-    if isinstance(id, Job):
-        if id._sched is not host or id._id is None:  # (_id: reading .id would name it)
-            raise JobLookupError(id._id if id._id is not None else id, "failed job")
-        return id._id
-    raise TypeError(f"id must be a str, a Job or a FailedJob, got {id!r}")
-
-
-def _check_task_name(name: object) -> None:
-    """Refuse what cannot be a task name (``register``, ``task``)."""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {name!r}")
-    if not name:
-        raise InvalidArgument("name must not be empty")
 
 
 class Scheduler:
@@ -411,63 +289,13 @@ class Scheduler:
         lease: float | int | timedelta = 30.0,
         import_tasks: Sequence[str] = (),
     ) -> None:
-        if clock is None:
-            clock = SystemClock()
-        elif isinstance(clock, type) and not isinstance(
-            inspect.getattr_static(clock, "time", None), (staticmethod, classmethod)
-        ):
-            # (The class has the protocol's methods, unbound: it passed the check below and
-            # failed at the first reading of the time.)
-            raise TypeError(
-                f"clock must be a clock, not a class: write clock={clock.__name__}(), got {clock!r}"
-            )
-        elif not isinstance(clock, Clock):
-            raise TypeError(
-                f"clock must implement the Clock protocol (time, monotonic, wait; and "
-                f"time_ns, monotonic_ns if it can), got {clock!r}"
-            )
-        if store is None:
-            store = MemoryStore()
-        elif isinstance(store, str):
-            store = _store_from_url(store)
-        elif not isinstance(store, MemoryStore):
-            raise TypeError(
-                f"store must be a MemoryStore, a SQLiteStore, a PostgresStore or a store URL "
-                f"such as 'sqlite:///jobs.db', got {store!r}"
-            )
-        elif store.owner is not None:
+        clock = check_clock(clock)
+        store = check_store(store)
+        if store.owner is not None:
             self._take_over_store(store)
-        if rng is None:
-            rng = random.Random()
-        elif not isinstance(rng, random.Random):
-            raise TypeError(f"rng must be a random.Random, got {rng!r}")
-        _check_retry(retry)
-        if not isinstance(misfire, Misfire):
-            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
-        if not isinstance(overlap, Overlap):
-            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
-        if max_concurrent is not None:
-            integer("max_concurrent", max_concurrent)
-            if max_concurrent < 1:
-                raise InvalidArgument(f"max_concurrent must be at least 1, got {max_concurrent!r}")
-        if (
-            isinstance(import_tasks, str)
-            or not hasattr(import_tasks, "__iter__")
-            or not all(isinstance(p, str) for p in import_tasks)
-        ):
-            raise TypeError(
-                f"import_tasks must be a list of module prefixes (str), got {import_tasks!r}"
-            )
-        if any(not p.strip(". ") for p in import_tasks):
-            raise InvalidArgument(
-                f"import_tasks must name module prefixes such as 'myapp.tasks', "
-                f"got {import_tasks!r}"
-            )
+        rng = check_settings(rng, retry, misfire, overlap, max_concurrent, import_tasks)
         self._import_tasks = tuple(import_tasks)
-        self._lease = duration_ns("lease", lease, allow_zero=False, bounded=False)
-        if self._lease > _LEASE_MOST:
-            # (A run lost with a longer lease would in effect never be run again.)
-            raise InvalidArgument(f"lease must be at most a year (seconds), got {lease!r}")
+        self._lease = lease_ns(lease)
         self._grace = duration_ns("grace", grace)
         self._wall_check = duration_ns("wall_check_interval", wall_check_interval, allow_zero=False)
         self._tz = zone("tz", tz)
@@ -475,8 +303,7 @@ class Scheduler:
         inner: NsClock = clock if isinstance(clock, NsClock) else SecondsClock(clock)
         # A durable store keeps UTC instants: this scheduler then measures elapsed time on the
         # wall clock too (see duetime.clock.WallAxis and docs/durability.md).
-        self._durable = bool(getattr(store, "durable", False))
-        if self._durable:
+        if isinstance(store, (SQLiteStore, PostgresStore)):
             inner = WallAxis(inner)
         self._clock = clock = inner
         # An exact FakeClock (not a subclass, which may override its readings) is read through
@@ -510,58 +337,57 @@ class Scheduler:
         self._runner: RunnerLike | None = None
         # Checked here, not when start() builds the runner: a typo should fail where it is
         # written, not minutes later in a deployment.
-        if executor is not None and executor != "inline" and not isinstance(executor, Executor):
-            raise TypeError(
-                f"executor must be 'inline', None or a concurrent.futures.Executor, "
-                f"got {executor!r}"
-            )
-        if executors is not None and not isinstance(executors, dict):
-            raise TypeError(f"executors must be a dict of name -> executor, got {executors!r}")
-        for name, ex in (executors or {}).items():
-            if not isinstance(name, str):
-                raise TypeError(f"executors keys must be str, got {name!r}")
-            if ex != "inline" and not isinstance(ex, Executor):
-                raise TypeError(
-                    f"executors[{name!r}] must be 'inline' or a concurrent.futures.Executor, "
-                    f"got {ex!r}"
-                )
-        if executors and "default" in executors and executor is None:
-            # APScheduler's spelling of the default executor: here it would be only a name no
-            # job selects, and every job would run on duetime's own pool instead.
-            raise InvalidArgument(
-                f"executors['default'] does not set the default executor here (APScheduler's "
-                f"spelling), got {executors['default']!r}: write "
-                f"Scheduler(executor={executors['default']!r}); a named executor runs only the "
-                f"jobs that select it with schedule(..., executor=name)"
-            )
-        self._executors_spec = dict(executors or {})
+        self._executors_spec = check_executors(executor, executors)
         # (Taken only now: a constructor that fails leaves the store free for the next try.)
         store.owner = self
-        if self._durable:
-            try:
-                self._open_durable(store)
-            except BaseException:
-                if store.is_open:  # type: ignore[attr-defined]
-                    store.close()  # type: ignore[attr-defined]
-                if not store.count() and not store.dead:
-                    # (Only a store that loaded nothing is free: loaded jobs belong to this
-                    # scheduler, which is gone, and would come with the store.)
-                    store.owner = None
-                raise
-        # What the runners may use (the package-internal interface; see duetime._engine).
-        self._engine = Engine(
+        self._opts = Options(self)  # what schedule()'s arguments mean
+        self._registry = TaskRegistry(self)  # register, task, tasks
+        self._stepping = Stepping(self)  # run_pending, step, run_until, run_for
+        self._dead_letters = DeadLetters(self)  # failed, retry_failed, discard_failed
+        self._manual = ManualFires(self)  # trigger, backfill
+        self._service = Service(self)  # start, shutdown, wait_idle
+        # The life cycle's three steps (begin, call, finish): the replica's, which claim and
+        # settle each run in the store, when the store is durable; chosen here, once.
+        self._replica: Replica | None = None
+        self._cycle = Cycle(self._begin, self._call, self._finish_locked)
+        if isinstance(store, (SQLiteStore, PostgresStore)):
+            self._open_replica(store)
+        self._engine = self._make_engine(executor)
+
+    def _open_replica(self, store: SQLiteStore | PostgresStore) -> None:
+        """Compose the replica of a durable store and take its life-cycle steps, then load the
+        store (at construction). A store that fails to open is closed, and left free if it
+        loaded nothing."""
+        durable = self._replica = Replica(self, store)
+        self._cycle = Cycle(durable.begin, durable.call, durable.finish)
+        try:
+            durable.open()
+        except BaseException:
+            if store.is_open:
+                store.close()
+            if not store.count() and not store.dead:
+                # (Only a store that loaded nothing is free: loaded jobs belong to this
+                # scheduler, which is gone, and would come with the store.)
+                store.owner = None
+            raise
+
+    def _make_engine(self, executor: Any) -> Engine:
+        """What the runners may use (the package-internal interface; see duetime._engine)."""
+        replica = self._replica
+        store = self._store
+        return Engine(
             lock=self._lock,
             cond=self._cond,
-            clock=clock,
+            clock=self._clock,
             wall_check=self._wall_check,
             executor=executor,
             executors=self._executors_spec,
             head=store.head,
             wall_queued=store.wall_queued,
             pop_due=self._pop_due,
-            begin=self._begin,
-            begin_due=self._begin_due if self._durable else None,
-            flush=self._flush_outcomes,  # (only a durable store's runner calls it)
+            begin=self._cycle.begin,
+            begin_due=replica.begin_due if replica is not None else None,
+            flush=replica.outcomes.flush if replica is not None else _nothing,
             execute=self._execute_contained,
             execute_here=self._execute,
             finish=self._finish_outcome,
@@ -569,14 +395,14 @@ class Scheduler:
             abandon_all=self._abandon_all,
             emit_started=self._emit_started,
             emit=self._emit,
-            take_events=self._take_events,
+            drain_events=self._drain_events,
             idle=self._idle_locked,
             now=self._now_dt,
             running=lambda: self._running_total,
-            poll=min(store.poll_ns, self._lease // 3) if self._durable else 0,  # type: ignore[attr-defined]
-            sync=self._sync_locked,
-            renew=self._renew_locked,
-            may_start=self._may_start if self._durable else None,
+            poll=min(replica.poll_ns, self._lease // 3) if replica is not None else 0,
+            sync=replica.sync_locked if replica is not None else _nothing,
+            renew=replica.renew_locked if replica is not None else _nothing,
+            may_start=replica.may_start if replica is not None else None,
         )
 
     @staticmethod
@@ -728,7 +554,7 @@ class Scheduler:
                 self._shutdown
                 or self._runner is not None
                 or self._listeners
-                or self._durable
+                or self._replica is not None
                 or _log_enabled(logging.DEBUG)  # (events go to the log: _observed)
             ):
                 plain = False  # handed to _schedule below, once the lock is released:
@@ -780,7 +606,7 @@ class Scheduler:
         task_name = None
         if type(func) is str:
             task_name = func
-            func = self._task_named(func)
+            func = self._registry.task_named(func)
         elif not callable(func):
             raise TypeError(f"func must be callable or a registered task name, got {func!r}")
         if when is _NO_WHEN:
@@ -788,38 +614,18 @@ class Scheduler:
                 "schedule() needs when: schedule(func, when), e.g. schedule(func, 30) for "
                 "30 seconds from now or schedule(func, '0 9 * * *') for 09:00 every day"
             )
-        trigger, first, later = self._when(when)
+        trigger, first, later = self._opts.when(when)
         # A plain delay: queued below without _add's general placement when nothing else
         # stands in the way (no options, no id, not paused, no runner to wake).
         plain = type(trigger) is float or type(trigger) is int
-        if type(args) is not tuple:
-            if not isinstance(args, (tuple, list)):
-                raise TypeError(f"args must be a tuple or list, got {args!r}")
-            args = tuple(args)
-        if kwargs is not None:
-            if not isinstance(kwargs, dict):
-                raise TypeError(f"kwargs must be a dict or None, got {kwargs!r}")
-            if not kwargs:
-                kwargs = None
-            elif not all(type(k) is str for k in kwargs):
-                # (As a call would: f(**{1: 2}) is a TypeError; a store would make it "1".)
-                raise TypeError(f"kwargs keys must be str, got {kwargs!r}")
-        for flag, value in (("replace", replace), ("paused", paused)):
-            if type(value) is not bool:
-                raise TypeError(f"{flag} must be a bool, got {value!r}")
-        if self._durable:
-            ref, args_json = self._check_storable(
+        args, kwargs = check_call(args, kwargs, replace, paused)
+        if self._replica is not None:
+            ref, args_json = self._replica.check_storable(
                 func, trigger, tuple(args), kwargs, id, name, limiter, task_name
             )
-        if id is not None:
-            if not isinstance(id, str):
-                raise TypeError(f"id must be a str or None, got {id!r}")
-            if not id:
-                raise InvalidArgument("id must not be empty")
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a str or None, got {name!r}")
+        check_names(id, name)
         if type(priority) is not int or not PRIORITY_MIN <= priority <= PRIORITY_MAX:
-            priority = _priority(priority)
+            priority = check_priority(priority)
         if (
             retry is None
             and misfire is None
@@ -831,7 +637,7 @@ class Scheduler:
         ):
             opts = DEFAULT_OPTIONS
         else:
-            opts = self._options(retry, misfire, grace, overlap, jitter, limiter, executor)
+            opts = self._opts.options(retry, misfire, grace, overlap, jitter, limiter, executor)
             plain = False
         if replace and id is None:
             # (Without an id there is nothing to replace: each call makes a new job. Warned,
@@ -844,41 +650,51 @@ class Scheduler:
         with self._lock:
             if self._shutdown:
                 raise SchedulerShutdownError("schedule")
-            if self._durable and not self._store._batch:  # type: ignore[attr-defined]
+            if self._replica is not None and not self._replica.store.batch_open:
                 # (Inside a batch this process holds the write lock: nobody else can change.)
-                self._sync_locked(full=False)
+                self._replica.sync_locked(full=False)
             existing = None if id is None else self._store.get(id)
             if existing is not None:
                 if not replace:
                     raise ConflictingIdError(id)
-                if self._durable and self._declared_again(
+                if self._replica is not None and self._replica.declared_again(
                     existing, func, trigger, args, kwargs, name, priority, opts, ref, paused
                 ):
                     if type(existing.func) is MissingTask and type(func) is not MissingTask:
                         # Loaded before its function was known here (a "module:qualname" this
                         # process does not import on the store's word): it is now.
                         self._tasks.setdefault(ref, func)
-                        self._unpark()
+                        self._replica.unpark()
                     return existing
                 job = existing  # the same handle gets the new parameters
             else:
                 job = new_job(self, func, trigger)
             if later:
-                first = self._first(trigger)
-            before = self._row(existing) if self._durable and existing is not None else None
+                first = self._opts.first(trigger)
+            before = (
+                self._replica.row(existing)
+                if self._replica is not None and existing is not None
+                else None
+            )
             self._set_params(job, func, args, kwargs, name, priority, opts)
-            if type(func) is MissingTask:
-                self._unresolved.setdefault(func.task, []).append(job)
+            if type(func) is MissingTask and self._replica is not None:
+                self._replica.unresolved.setdefault(func.task, []).append(job)
             if existing is not None:
-                if self._durable:
-                    self._name_task(job, ref)
+                if self._replica is not None:
+                    self._replica.name_task(job, ref)
                 replaced = self._retarget(job, trigger, first, paused)
-                if before is not None:
-                    self._save(job, before, drop_retries=True)
+                if before is not None and self._replica is not None:
+                    self._replica.save(job, before, drop_retries=True)
                 if replaced is None:
                     return job
                 event: Event = replaced
-            elif plain and id is None and not paused and self._runner is None and not self._durable:
+            elif (
+                plain
+                and id is None
+                and not paused
+                and self._runner is None
+                and self._replica is None
+            ):
                 # An anonymous delay with default options but arguments, a name or a priority
                 # (schedule() queues the keyword-less ones itself), queued without _add's
                 # general placement. Such a job is found through its queue entry, so it needs
@@ -889,52 +705,76 @@ class Scheduler:
                 if not self._observed():
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
+            elif self._replica is None:
+                self._add(job, id, first, paused)
+                if not self._observed():
+                    return job
+                event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
             else:
                 unnamed = id is None
-                if self._durable and id is None:  # a stored job needs its id now
+                if id is None:  # a stored job needs its id now
                     id = self._id_prefix + format(next(self._id_counter), "x")
-                self._add(job, id, first, paused)
-                if self._durable:
-                    if unnamed:
-                        self._warn_twin(job, ref, args_json)
-                    try:
-                        self._insert(job, ref, args_json)
-                    except ConflictingIdError:
-                        # Another process added this id since this one looked (copies of an
-                        # application declaring the same job at start-up): with replace, take
-                        # its job in and give it these parameters.
-                        if not replace or id is None:
-                            raise
-                        if not self._take_in(id):
-                            raise ConflictingIdError(
-                                id,
-                                "another process added a job under it at the same moment, and "
-                                "it could not be read back to be replaced (the store failed, "
-                                "or the job ended meanwhile): try again",
-                            ) from None
-                        return self._schedule(
-                            func if task_name is None else task_name,
-                            when,
-                            args=args,
-                            kwargs=kwargs,
-                            id=id,
-                            name=name,
-                            priority=priority,
-                            retry=retry,
-                            misfire=misfire,
-                            grace=grace,
-                            overlap=overlap,
-                            jitter=jitter,
-                            limiter=limiter,
-                            executor=executor,
-                            replace=True,
-                            paused=paused,
-                        )
+                added = self._add_stored(
+                    self._replica, job, id, first, paused, ref, args_json, unnamed, replace
+                )
+                if not added:
+                    if not self._replica.load_live(id):
+                        raise ConflictingIdError(
+                            id,
+                            "another process added a job under it at the same moment, and "
+                            "it could not be read back to be replaced (the store failed, "
+                            "or the job ended meanwhile): try again",
+                        ) from None
+                    return self._schedule(
+                        func if task_name is None else task_name,
+                        when,
+                        args=args,
+                        kwargs=kwargs,
+                        id=id,
+                        name=name,
+                        priority=priority,
+                        retry=retry,
+                        misfire=misfire,
+                        grace=grace,
+                        overlap=overlap,
+                        jitter=jitter,
+                        limiter=limiter,
+                        executor=executor,
+                        replace=True,
+                        paused=paused,
+                    )
                 if not self._observed():
                     return job
                 event = JobAdded(job.id, self._now_dt(), self._job_next_run_time(job))
         self._emit([event])
         return job
+
+    def _add_stored(
+        self,
+        replica: Replica,
+        job: Job,
+        id: str,
+        first: int | None,
+        paused: bool,
+        ref: str,
+        args_json: str,
+        unnamed: bool,
+        replace: bool,
+    ) -> bool:
+        """Add a new job on a durable store and insert its row (lock held). False if another
+        process inserted a job under ``id`` since this one looked (copies of an application
+        declaring the same job at start-up) and ``replace`` asks to take that job in and give
+        it these parameters; without ``replace`` that is a ``ConflictingIdError``."""
+        self._add(job, id, first, paused)
+        if unnamed:
+            replica.warn_twin(job, ref, args_json)
+        try:
+            replica.insert(job, ref, args_json)
+        except ConflictingIdError:
+            if not replace:
+                raise
+            return False
+        return True
 
     def _add(self, job: Job, id: str | None, first: int | None, paused: bool) -> None:
         """Index and queue a new job (lock held)."""
@@ -1006,80 +846,18 @@ class Scheduler:
             TypeError: ``name`` is not a str or ``func`` is not callable.
             InvalidArgument: ``name`` is empty, or taken by another function.
         """
-        _check_task_name(name)
-        if not callable(func):
-            raise TypeError(f"func must be callable, got {func!r}")
-        with self._lock:
-            known = self._tasks.get(name)
-            if known is not None and known is not func:
-                raise InvalidArgument(
-                    f"name {name!r} is already the task {known!r}; a task name means one function"
-                )
-            self._tasks[name] = func
-            if self._durable:
-                self._task_of.pop(func, None)  # rows name it by its task name from now on
-                if self._store.is_open:  # type: ignore[attr-defined]
-                    self._announce()
-                if self._unresolved:
-                    self._unpark()
-                    # Runs of the task whose lease ran out were passed over while nothing here
-                    # could run them: look for them at once, not a poll interval later (never,
-                    # on a FakeClock that does not move).
-                    self._next_poll = 0
-                    if self._runner is not None:
-                        self._runner.poll_now()
+        return self._registry.register(name, func)
 
     def task(self, name: str) -> Callable[[F], F]:
         """Decorator form of ``register``: ``@s.task("send_trial_warning")``.
 
         The function is registered at decoration time and returned unchanged.
         """
-        if callable(name):
-            # (@s.task without the name: the function came as the name, and would have been
-            # replaced by the decorator, registered under nothing.)
-            raise TypeError(
-                f"task() takes the task's name, then decorates: write "
-                f"@s.task({getattr(name, '__name__', 'name')!r}) above the function, got the "
-                f"function {name!r} itself"
-            )
-        _check_task_name(name)
-
-        def decorate(func: F) -> F:
-            self.register(name, func)
-            return func
-
-        return decorate
+        return self._registry.task(name)
 
     def tasks(self) -> dict[str, Callable[..., Any]]:
         """The registered tasks, by name."""
-        with self._lock:
-            return dict(self._tasks)
-
-    def _task_named(self, name: str) -> Callable[..., Any]:
-        func = self._tasks.get(name)
-        if func is None and self._durable:
-            # A process that only schedules (a web app, an admin script) names tasks that
-            # its workers register: the job is stored under the name, and this process
-            # leaves it to them (or to a later register()), as it does a loaded one.
-            found = self._resolve(name)
-            if found is None and name not in self._hinted_tasks:
-                hint = name_hint(name, self._tasks)
-                if hint:  # (a near miss of a name this process registered: likely a typo)
-                    self._hinted_tasks.add(name)
-                    logger.warning(
-                        "task %r is not registered in this process: the job is stored for "
-                        "the processes that register it%s",
-                        name,
-                        hint,
-                    )
-            return found or MissingTask(name)
-        if func is None:
-            known = ", ".join(sorted(self._tasks)) or "none yet"
-            raise InvalidArgument(
-                f"func {name!r} is not a registered task (registered: {known}); register it "
-                f"with @s.task({name!r}) or s.register({name!r}, fn){name_hint(name, self._tasks)}"
-            )
-        return func
+        return self._registry.tasks()
 
     def scheduled(
         self, when: Any = _NO_WHEN, **options: Unpack[ScheduleOptions]
@@ -1105,143 +883,6 @@ class Scheduler:
 
         return decorate
 
-    def _options(
-        self,
-        retry: RetryPolicy | None,
-        misfire: Misfire | None,
-        grace: float | int | timedelta | None,
-        overlap: Overlap | None,
-        jitter: float | int | timedelta | None,
-        limiter: TokenBucket | None,
-        executor: str | None,
-    ) -> JobOptions:
-        _check_retry(retry)
-        if misfire is not None and not isinstance(misfire, Misfire):
-            raise TypeError(f"misfire must be a Misfire, got {misfire!r}")
-        if overlap is not None and not isinstance(overlap, Overlap):
-            raise TypeError(f"overlap must be an Overlap, got {overlap!r}")
-        if limiter is not None and not isinstance(limiter, TokenBucket):
-            raise TypeError(f"limiter must be a TokenBucket, got {limiter!r}")
-        if executor is not None:
-            if not isinstance(executor, str):
-                raise TypeError(f"executor must be the name of an executor, got {executor!r}")
-            if executor not in self._executors_spec:
-                if not self._durable or not executor.strip():
-                    raise InvalidArgument(
-                        f"executor {executor!r} is not one of the scheduler's executors "
-                        f"{sorted(self._executors_spec)!r}"
-                    )
-                # A durable job is for whichever process has that executor (a web process
-                # schedules work for the workers that have a "reports" pool), as a task
-                # name this process has not registered is. Said once per name.
-                if executor not in self._stored_for_others:
-                    self._stored_for_others.add(executor)
-                    logger.warning(
-                        "executor %r is not one of this scheduler's executors %r: its jobs "
-                        "are stored for the processes that have one (if none has, they never "
-                        "run)",
-                        executor,
-                        sorted(self._executors_spec),
-                    )
-        return JobOptions(
-            retry=retry,
-            misfire=misfire,
-            grace_ns=None if grace is None else duration_ns("grace", grace),
-            overlap=overlap,
-            jitter_ns=0 if jitter is None else duration_ns("jitter", jitter),
-            limiter=limiter,
-            executor=executor,
-        )
-
-    def _when(self, when: Any) -> tuple[Recurrence | float | int | datetime, int | None, bool]:
-        """Validate ``when`` and return ``(trigger, first due, later)`` for a job; ``later``:
-        the first due is not computed yet (a Recurrence: ``_first`` computes it once the call
-        is known to go through, as it may draw from the scheduler's rng, a Poisson's gap, and a
-        refused call must not move a seeded simulation on).
-
-        The shorthands ``30`` / ``30.0`` (After) and an aware ``datetime`` (At) are kept as the
-        raw value, the Recurrence being built only if someone reads ``job.trigger``: for a
-        one-shot job, that object would be most of the cost of scheduling it.
-        """
-        cls = type(when)
-        if cls is float and 0 <= when <= _FAR:  # also False for NaN
-            return when, self._clock.monotonic_ns() + round(when * NS_PER_SECOND), False
-        if cls is int and 0 <= when <= _FAR:
-            return when, self._clock.monotonic_ns() + when * NS_PER_SECOND, False
-        if cls is datetime:
-            first = datetime_to_ns(aware_datetime("when", when))
-            self._note_past(when, first)
-            return when, first, False
-        return self._recurrence("when", when), None, True
-
-    def _first(self, trigger: Any) -> int | None:
-        """The first due of a job given ``trigger``, a Recurrence (``_when``'s ``later``)."""
-        due: int | None = trigger.first(self._env)
-        if type(trigger) is At and due is not None:
-            self._note_past(trigger.when, due)
-        elif due is None:
-            # Accepted (a window that closed is not bad input: the same code may run before
-            # and after it), but not silently: the job ends at once, having never run.
-            logger.warning(
-                "when %r has no fire to come (its end has passed, or nothing in its window "
-                "matches): the job is completed at once without running",
-                trigger,
-            )
-        return due
-
-    def _note_past(self, when: datetime, first: int) -> None:
-        """Say at INFO that a one-shot in the past will run at once (it is not dropped)."""
-        late = self._clock.time_ns() - first
-        if late > 0:
-            logger.info(
-                "when %s is %.3f seconds in the past: the job runs at once (a one-shot "
-                "always runs late rather than never)",
-                when.isoformat(),
-                late / NS_PER_SECOND,
-            )
-
-    def _recurrence(self, param: str, when: Any) -> Recurrence:
-        """Turn the other forms of ``when`` into a Recurrence (validating them)."""
-        cls = type(when)
-        if cls in _RECURRENCE_TYPES:
-            return when  # type: ignore[no-any-return]
-        if isinstance(when, type):
-            # (A class has the protocol's methods, unbound: it passed isinstance() below and
-            # failed at its first use with "first() missing 1 required positional argument".)
-            raise TypeError(
-                f"{param} must be a Recurrence, not the class {when.__name__}: write "
-                f"{when.__name__}(...), e.g. FixedRate(minutes=5), got {when!r}"
-            )
-        if isinstance(when, Recurrence):
-            # A protocol isinstance() walks every attribute (~30 µs); remember the class.
-            _RECURRENCE_TYPES.add(cls)
-            return when
-        if isinstance(when, datetime):
-            aware_datetime(param, when)
-            return At(when)
-        if isinstance(when, (int, float, timedelta)) and not isinstance(when, bool):
-            # Checked and converted once, under the caller's parameter name.
-            return After._checked(when, duration_ns(param, when))
-        if isinstance(when, str):
-            hint = _foreign.trigger_hint(when)
-            if hint is not None:
-                raise InvalidArgument(
-                    f"{param} {when!r} is APScheduler's name for a trigger; pass the trigger "
-                    f"itself: {hint}"
-                )
-            try:
-                return Cron(when, tz=self._tz)
-            except InvalidArgument as exc:
-                # (Cron's messages name its own parameter, expr; the caller passed this one.)
-                text = str(exc)
-                if text.startswith("expr "):
-                    raise InvalidArgument(f"{param} {text[5:]}") from None
-                raise
-        raise TypeError(
-            f"{param} must be a Recurrence, an aware datetime, seconds, a timedelta or a cron "
-            f"string, got {when!r}"
-        )
-
     # -- queue bookkeeping (the one place a job's next run changes) ---------------------------
 
     def _place_first(self, job: Job, first: int | None, paused: bool) -> None:
@@ -1251,7 +892,7 @@ class Scheduler:
             return
         if first is None:
             job._base = job._due = None
-            self._settle(job)
+            self._come_to_rest(job)
             return
         self._queue_regular(job, first)
 
@@ -1265,7 +906,7 @@ class Scheduler:
 
     def _push_regular(self, job: Job) -> None:
         assert job._due is not None
-        self._push(_timebase(job._trigger), job, job._due, job.priority)
+        self._push(timebase_of(job._trigger), job, job._due, job.priority)
 
     def _queue_side(self, side: _Side, due_mono: int) -> None:
         """Queue a side occurrence at ``due_mono`` (only recorded while the job is paused)."""
@@ -1349,7 +990,7 @@ class Scheduler:
     def _unqueue(self, job: Job) -> None:
         """Remove every pending entry of ``job`` (regular and side) and forget them."""
         if job._due is not None:
-            self._store.unqueue(_timebase(job._trigger), job)
+            self._store.unqueue(timebase_of(job._trigger), job)
             job._due = job._base = None
             self._store.loosen(job)
         if job._sides:
@@ -1359,7 +1000,7 @@ class Scheduler:
                     self._store.unblock(side)
         job._sides = None
 
-    def _settle(self, job: Job, failed: bool = False) -> None:
+    def _come_to_rest(self, job: Job, failed: bool = False) -> None:
         """Give a job whose pending work changed its resting state; end it if none is left.
 
         A paused job stays paused while it has anything pending, and ends like any other job
@@ -1379,8 +1020,8 @@ class Scheduler:
     # -- management -----------------------------------------------------------------------------
 
     def _lookup(self, job_or_id: Job | str) -> Job:
-        if self._durable:
-            self._sync_locked(full=False)
+        if self._replica is not None:
+            self._replica.sync_locked(full=False)
         if isinstance(job_or_id, Job):
             if job_or_id._id is None:
                 if job_or_id._sched is self and job_or_id._state not in _ENDED:
@@ -1401,13 +1042,13 @@ class Scheduler:
         """The live job with this id, or None."""
         if not isinstance(id, str):
             raise TypeError(f"id must be a str, got {id!r}")
-        if self._durable:
-            self._refresh()
+        if self._replica is not None:
+            self._replica.refresh()
         return self._store.get(id)
 
     def __contains__(self, item: object) -> bool:
-        if self._durable:
-            self._refresh()
+        if self._replica is not None:
+            self._replica.refresh()
         if isinstance(item, Job):
             if item._id is None:
                 return item._sched is self and item._state not in _ENDED
@@ -1416,8 +1057,8 @@ class Scheduler:
 
     def __len__(self) -> int:
         """Number of live jobs (scheduled, running or paused)."""
-        if self._durable:
-            self._refresh()
+        if self._replica is not None:
+            self._replica.refresh()
         return self._store.count()
 
     def cancel(self, job_or_id: Job | str) -> bool:
@@ -1447,7 +1088,7 @@ class Scheduler:
                     # The common case: a queued anonymous job with nothing on the side, which
                     # is counted, not indexed. _unqueue and MemoryStore.forget, inlined.
                     store = self._store
-                    store.queues[_timebase(job._trigger)].cancel(job)
+                    store.queues[timebase_of(job._trigger)].cancel(job)
                     job._due = job._base = None
                     job._state = _CANCELLED
                     store.anonymous -= 1
@@ -1460,20 +1101,20 @@ class Scheduler:
             try:
                 job = self._lookup(job_or_id)
             except JobLookupError:
-                if self._durable and isinstance(job_or_id, str):
-                    return self._cancel_unreadable(job_or_id)
+                if self._replica is not None and isinstance(job_or_id, str):
+                    return self._replica.cancel_unreadable(job_or_id)
                 return False
             event = (
                 JobCancelled(job.id, self._now_dt(), self._job_next_run_time(job))
                 if self._observed()
                 else None
             )
-            if self._durable:
+            if self._replica is not None:
                 # Written first: a store that refuses it leaves the job as it was, here too.
                 state, job._state = job._state, JobState.CANCELLED
                 try:
-                    self._store.write(  # type: ignore[attr-defined]
-                        [self._row(job)], self._clock.time_ns(), drop_retries=True
+                    self._replica.store.write(
+                        [self._replica.row(job)], self._clock.time_ns(), drop_retries=True
                     )
                 except BaseException:
                     job._state = state
@@ -1503,19 +1144,19 @@ class Scheduler:
         """
         if self._shutdown:
             raise SchedulerShutdownError("reschedule")
-        trigger, first, later = self._when(when)
-        if self._durable and later:
+        trigger, first, later = self._opts.when(when)
+        if self._replica is not None and later:
             # Refused before anything changes: a recurrence with no first time ends the job
             # in memory, which no putting back undoes.
             _durable.trigger_json(trigger)
         with self._lock:
             job = self._lookup(job_or_id)
             if later:
-                first = self._first(trigger)
-            before = self._row(job) if self._durable else None
+                first = self._opts.first(trigger)
+            before = self._replica.row(job) if self._replica is not None else None
             event = self._retarget(job, trigger, first, job._state is JobState.PAUSED)
-            if before is not None:
-                self._save(job, before, drop_retries=True)
+            if before is not None and self._replica is not None:
+                self._replica.save(job, before, drop_retries=True)
         if event is not None:
             self._emit([event])
         return job
@@ -1539,10 +1180,10 @@ class Scheduler:
                 if self._observed()
                 else None
             )
-            before = self._row(job) if self._durable else None
+            before = self._replica.row(job) if self._replica is not None else None
             # Keep the due times (job._due, side.due) so resume can queue them again.
             if job._due is not None:
-                self._store.unqueue(_timebase(job._trigger), job)
+                self._store.unqueue(timebase_of(job._trigger), job)
                 self._store.loosen(job)
             now = self._clock.monotonic_ns()
             for side in job._sides or ():
@@ -1551,8 +1192,8 @@ class Scheduler:
                     self._store.unblock(side)
                     side.hold, side.due = _QUEUED, now
             job._state = JobState.PAUSED
-            if before is not None:
-                self._save(job, before)
+            if before is not None and self._replica is not None:
+                self._replica.save(job, before)
         if event is not None:
             self._emit([event])
 
@@ -1574,7 +1215,7 @@ class Scheduler:
             job = self._lookup(job_or_id)
             if job._state is not JobState.PAUSED:
                 return
-            before = self._row(job) if self._durable else None
+            before = self._replica.row(job) if self._replica is not None else None
             job._state = JobState.SCHEDULED
             self._mark_resumed(job)
             if job._due is not None:  # the next regular occurrence, jitter as drawn before
@@ -1588,9 +1229,9 @@ class Scheduler:
                         # starts the bucket allows now; it takes a token of its own instead.
                         side.reserved = False
                     self._push_side(side)
-            self._settle(job)
-            if before is not None:
-                self._save(job, before)
+            self._come_to_rest(job)
+            if before is not None and self._replica is not None:
+                self._replica.save(job, before)
             event = (
                 JobResumed(job.id, self._now_dt(), self._job_next_run_time(job))
                 if self._observed()
@@ -1609,110 +1250,13 @@ class Scheduler:
             JobLookupError: No job has that id.
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError("trigger")
-            job = self._lookup(job_or_id)
-            if self._durable:
-                self._store.insert_pending()  # type: ignore[attr-defined]
-            wall = self._clock.time_ns()
-            mono = self._clock.monotonic_ns()
-            key = (
-                self._free_trigger_key(job, wall)
-                if self._durable
-                else self._next_trigger_key(job, wall)
-            )
-            side = _Side(job, wall, WALL, 1, key=key)
-            if (
-                self._runner is not None
-                or job._state is JobState.PAUSED
-                or (self._durable and type(job.func) is MissingTask)
-            ):
-                # The runner (or resume, or a process that has the task) takes it from there.
-                if self._durable:
-                    self._enqueue_trigger(job, side, wall)
-                else:
-                    self._queue_side(side, mono)
-                return
-            # No runner: begin exactly this side now and run it in this thread.
-            self._attach_side(side)
-            self._observed()
-            if self._durable:
-                occ = self._trigger_durable(side, wall, mono)
-            else:
-                occ = self._begin(side, MONOTONIC, mono, wall, mono)
-            events = self._take_events()
-        if events:
-            self._emit(events)
-        if occ is not None:
-            self._execute(occ)
-
-    def _trigger_durable(self, side: _Side, wall: int, mono: int) -> Occ | None:
-        """``trigger()`` without a runner, on a durable store: claim ``side`` and return it to
-        run here. A claim that could not be made is not dropped: if another process held the
-        job's row this instant, the fire is enqueued as a queued run (this process's next
-        turn, or any worker, runs it); if the store failed, its ``StoreError`` is raised and
-        nothing is left behind. Lock held."""
-        won, answer = self._claim_one(side, MONOTONIC, mono, wall, mono, quiet=True, hold=False)
-        if won is not None or answer is None or (type(answer) is tuple and answer[0] != "busy"):
-            return won
-        job = side.job
-        if job._sides and side in job._sides:  # (the job could not be read back)
-            self._drop_side(side)
-        if isinstance(answer, StoreError):
-            raise answer
-        if self._store.contains(job):
-            self._enqueue_trigger(job, side, wall)
-        return None
-
-    def _enqueue_trigger(self, job: Job, side: _Side, wall: int) -> None:
-        """Record a ``trigger()`` fire as a queued run, as ``backfill`` does, and queue it here
-        (lock held). Not as a pending side in the job's row: a worker running the job meanwhile
-        writes the row from what it knew, which would drop the fire."""
-        key = side.key
-        assert key is not None
-        if key in self._store.enqueue(job.id, [(key, wall)]):  # type: ignore[attr-defined]
-            self._queue_fire(job, key, wall, self._clock.time_ns())
-
-    def _trigger_key(self, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` (epoch nanoseconds)."""
-        return f"{job.id}@trigger-{ns_to_datetime(wall, timezone.utc).isoformat()}"
-
-    def _next_trigger_key(self, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` in memory (lock held): the
-        instant's, or, within a second before the last trigger's key (a fake clock that has not
-        moved), the microsecond after it, as a durable store's ``_free_trigger_key`` gives. (Each
-        trigger() asks for a run of its own, with a key of its own; stepped back further, the
-        key is now's.)"""
-        x = job._extras()
-        us = wall // 1000  # (a key's precision)
-        last = x.triggered
-        if last is not None and last - 1_000_000 < us <= last:
-            us = last + 1
-        x.triggered = us
-        return self._trigger_key(job, us * 1000)
-
-    def _free_trigger_key(self, job: Job, wall: int) -> str:
-        """The fire key of a ``trigger()`` run made at ``wall`` on a durable store (lock held):
-        the instant's, or if a run of that key is recorded already (a second ``trigger()``
-        within a microsecond, as on a fake clock that has not moved), the first later
-        microsecond's that is free. The store records each key once, and each call asks for
-        a run of its own (in memory, too, both run)."""
-        store: Any = self._store
-        step = 0
-        while True:
-            keys = [self._trigger_key(job, wall + (step + i) * 1000) for i in range(8)]
-            taken = store.recorded_keys(keys)
-            for key in keys:
-                if key not in taken:
-                    return key
-            step += 8
+        return self._manual.trigger(job_or_id)
 
     def jobs(self) -> list[Job]:
         """Live jobs ordered by next run time (jobs with none, e.g. paused, last)."""
         with self._lock:
-            if self._durable:
-                self._sync_locked(full=False)
+            if self._replica is not None:
+                self._replica.sync_locked(full=False)
             jobs = self._store.jobs()
             wall = self._clock.time_ns()
             mono = self._clock.monotonic_ns()
@@ -1733,11 +1277,11 @@ class Scheduler:
         ``run_until(next_run_time())`` always runs that occurrence.
         """
         with self._lock:
-            if self._durable:
-                self._sync_locked(full=False)
+            if self._replica is not None:
+                self._replica.sync_locked(full=False)
             wall = self._clock.time_ns()
             # (Durable: one axis, so one reading; two would differ by the time between them.)
-            mono = wall if self._durable else self._clock.monotonic_ns()
+            mono = wall if self._replica is not None else self._clock.monotonic_ns()
             head = self._store.head(wall, mono)
             if head is None:
                 return None
@@ -1748,7 +1292,7 @@ class Scheduler:
             return None
         best = None
         if job._due is not None:
-            if _timebase(job._trigger) == MONOTONIC or self._durable:
+            if timebase_of(job._trigger) == MONOTONIC or self._replica is not None:
                 best = job._due
             else:
                 best = job._due - wall + mono
@@ -1794,7 +1338,7 @@ class Scheduler:
         microsecond, or rounded ``up`` to it. A next run time rounds up: a datetime cannot
         show nanoseconds, and a truncated one handed back to ``run_until`` would stop short
         of the job (a loop of ``run_until(next_run_time())`` never got past it)."""
-        if timebase == MONOTONIC and not self._durable:
+        if timebase == MONOTONIC and self._replica is None:
             # (With a durable store both timebases are the wall clock: WallAxis.)
             if wall is None or mono is None:
                 wall = self._clock.time_ns()
@@ -1912,7 +1456,9 @@ class Scheduler:
                 if late > 0:
                     self._stats.record_late(late)
                 # _base is always set while a regular entry is queued.
-                return (job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen)  # type: ignore[return-value]
+                return new_occ(
+                    Occ, (job, job._base, tb, 1, mono, None, None, 0 if x is None else x.gen)
+                )
             if job._running and x is not None and (x.catchup or x.backlog):
                 # Misfire.RUN_ALL catches a backlog up one occurrence at a time: this one waits,
                 # unqueued, for the run going on to end (_release_held queues it then), instead
@@ -1942,7 +1488,7 @@ class Scheduler:
                 job._due = due
                 return None
             if trig.recurring and not self._plan_next(job, base, tb, late, now_tb):
-                self._settle(job)
+                self._come_to_rest(job)
                 return None
             if job._running:
                 verdict = policy.overlap(
@@ -1961,7 +1507,7 @@ class Scheduler:
                         self._hold_side(held, _HELD)
                     else:  # skipped, or coalesced into the one run already held back
                         self._skipped(job, base, tb, verdict.value)
-                    self._settle(job)
+                    self._come_to_rest(job)
                     return None
             limiter = opts.limiter
             reserved = False
@@ -2012,7 +1558,7 @@ class Scheduler:
                             self._to_datetime(at, MONOTONIC),
                         )
                     )
-                self._settle(job)
+                self._come_to_rest(job)
                 return None
         if self._max_concurrent is not None and self._running_total >= self._max_concurrent:
             # Blocked until a run finishes (_release_blocked), oldest first, its token kept.
@@ -2020,7 +1566,7 @@ class Scheduler:
             blocked.reserved = True
             blocked.since = min(mono, due if tb == MONOTONIC else due - wall + mono)
             self._hold_side(blocked, _BLOCKED)
-            self._settle(job)
+            self._come_to_rest(job)
             return None
         if type(key) is Job and trig.recurring:
             nxt = job._due
@@ -2042,7 +1588,9 @@ class Scheduler:
             # by design, and would swamp the figure.)
             self._stats.record_late(late)
         x = job._x
-        return (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
+        return new_occ(
+            Occ, (job, base, base_tb, attempt, mono, prev_delay, fire, 0 if x is None else x.gen)
+        )
 
     def _plan_next(self, job: Job, base: int, tb: int, late: int, now_tb: int) -> bool:
         """Apply the misfire policy to a regular occurrence of a recurring job and queue the
@@ -2079,10 +1627,10 @@ class Scheduler:
         what a durable store holds (64-bit nanoseconds: the years 1677 to 2262): then the
         recurrence ends here, with a WARNING (a claim of the fire before it could not be
         written, and its job would be tried again and again)."""
-        if not self._durable:
+        if self._replica is None:
             return False
         clock = self._clock
-        utc = to_utc(base, _timebase(job._trigger), clock.time_ns(), clock.monotonic_ns())
+        utc = to_utc(base, timebase_of(job._trigger), clock.time_ns(), clock.monotonic_ns())
         # (Up to the latest it may be jittered to.)
         return self._unstorable(
             job, "next fire", utc, job._opts.jitter_ns, "the recurrence ends here"
@@ -2106,11 +1654,11 @@ class Scheduler:
     def _missed(
         self, job: Job, base: int, tb: int, count: int, exact: bool, policy: Misfire
     ) -> None:
-        if self._durable:
+        if self._replica is not None:
             # Every started process pops the same missed fires: the one whose claim (or skip)
             # moves the job on reports them (_claimed, _save_quiet), the others do not.
             # (``base`` is the fire popped: the guard of the claim or skip that moves it on.)
-            self._missed_held[id(job)] = (job, base, tb, count, exact, policy)
+            self._replica.missed_held[id(job)] = (job, base, tb, count, exact, policy)
             return
         self._report_missed(job, base, tb, count, exact, policy)
 
@@ -2160,12 +1708,12 @@ class Scheduler:
     def _execute(self, occ: Occ, contained: bool = False) -> None:
         """Run one occurrence in the calling thread (no lock held) and record the outcome.
         ``contained``: see ``_call`` (the runner's threads)."""
-        done = self._call(occ, contained)
+        done = self._cycle.call(occ, contained)
         if done is None:
             return
         with self._lock:
-            self._finish_locked(done)
-            events = self._take_events()
+            self._cycle.finish(done)
+            events = self._drain_events()
         if events:
             self._emit(events)
 
@@ -2177,10 +1725,10 @@ class Scheduler:
     def _emit_started(self, occ: Occ) -> None:
         if self._watch:
             started = JobStarted(
-                occ[0].id,
-                self._to_datetime(occ[4], MONOTONIC),
-                self._to_datetime(occ[1], occ[2]),
-                occ[3],
+                occ.job.id,
+                self._to_datetime(occ.started, MONOTONIC),
+                self._to_datetime(occ.due, occ.timebase),
+                occ.attempt,
             )
             try:
                 self._emit([started])
@@ -2194,8 +1742,8 @@ class Scheduler:
     def _finish_outcome(self, occ: Occ, result: Any, error: Exception | None) -> None:
         """Record an outcome that was produced elsewhere (a process pool, a rejection)."""
         with self._lock:
-            self._finish_locked((occ, result, error))
-            events = self._take_events()
+            self._cycle.finish((occ, result, error))
+            events = self._drain_events()
         if events:
             self._emit(events)
 
@@ -2235,15 +1783,15 @@ class Scheduler:
         returned: list[tuple[str, int]] = []
         with self._lock:
             for occ in occs:
-                job = occ[0]
+                job = occ.job
                 job._running -= 1
                 self._running_total -= 1
-                fire = occ[6]
+                fire = occ.fire
                 cancelled = job._state is _CANCELLED
-                if self._durable and fire is not None:
+                if self._replica is not None and fire is not None:
                     if not failed and (lost or cancelled):
                         with contextlib.suppress(StoreError):
-                            self._store.mark_lost(fire, self._clock.time_ns())  # type: ignore[attr-defined]
+                            self._replica.store.mark_lost(fire, self._clock.time_ns())
                             # Rescheduled: a new first fire at the same instant has the same
                             # key, which must stay free for it to run.
                             if (
@@ -2251,11 +1799,11 @@ class Scheduler:
                                 and job._base is not None
                                 and fire_key_at(job.id, job._base) == fire
                             ):
-                                self._store.reopen_key(fire)  # type: ignore[attr-defined]
+                                self._replica.store.reopen_key(fire)
                     elif give_back:
-                        returned.append((fire, occ[3]))
+                        returned.append((fire, occ.attempt))
                     elif interrupted:
-                        self._store.let_lapse(fire)  # type: ignore[attr-defined]
+                        self._replica.store.let_lapse(fire)
                 if (
                     (give_back or interrupted)
                     and self._shutdown
@@ -2266,11 +1814,11 @@ class Scheduler:
                 ):
                     # Shutdown stopped it before it ran to its end: not completed. It stays
                     # scheduled at its due time (a durable store runs it after a restart).
-                    self._queue_regular(job, occ[1])
+                    self._queue_regular(job, occ.due)
                 self._after_run(job, failed)
-            if returned:
+            if returned and self._replica is not None:
                 try:
-                    self._store.release(returned)  # type: ignore[attr-defined]
+                    self._replica.store.release(returned)
                 except StoreError as exc:
                     logger.warning(
                         "could not give back %d runs (taken over when their leases run out): %s",
@@ -2283,8 +1831,8 @@ class Scheduler:
                         "them over at their next poll)",
                         len(returned),
                     )
-            if self._durable and self._close_when_idle:
-                self._close_if_idle_locked()
+            if self._replica is not None and self._replica.close_when_idle:
+                self._replica.close_if_idle_locked()
 
     def _call(self, occ: Occ, contained: bool = False) -> tuple[Occ, Any, Exception | None] | None:
         """Call the job's function for one occurrence; never raises what the job raises.
@@ -2298,7 +1846,7 @@ class Scheduler:
         pool kept it in a future nobody reads): it is the job's failure, a ``RuntimeError``
         whose ``__cause__`` it is, as from a process pool.
         """
-        job = occ[0]
+        job = occ.job
         if revoked(occ):
             self._abandon(occ, lost=True)
             return None
@@ -2329,48 +1877,10 @@ class Scheduler:
         _current.reset(token)
         return (occ, result, None)
 
-    def _call_durable(
-        self, occ: Occ, contained: bool = False
-    ) -> tuple[Occ, Any, Exception | None] | None:
-        """``_call`` with a durable store: the run starts only if ``_may_start``."""
-        if not self._may_start(occ):
-            return None
-        return Scheduler._call(self, occ, contained)
-
-    def _may_start(self, occ: Occ) -> bool:
-        """With a durable store, whether a claimed run may start now (lock not held). One
-        claimed more than half a lease ago (it waited in an executor's queue, behind a long
-        batch, or this process stalled: SIGSTOP, a frozen VM) starts only if its record is
-        still this process's; if another worker took it over meanwhile, it is abandoned here.
-        (A fresh claim is not asked: that would cost a round trip per run.)"""
-        fire = occ[6]
-        if fire is None:
-            return True
-        now = self._clock.monotonic_ns()
-        if now - occ[4] <= self._lease // 2:
-            return True
-        with self._lock:
-            try:
-                held = self._store.start_held(fire, occ[3], now, self._lease)  # type: ignore[attr-defined]
-            except StoreError as exc:
-                logger.error("could not check run %s before it started: %s", fire, exc)
-                return True  # (unknown: at-least-once start)
-        if held:
-            return True
-        logger.warning(
-            "run %s of job %r was taken over by another worker before it started here "
-            "(claimed %.1f s ago, past its lease): not started",
-            fire,
-            occ[0].id,
-            (now - occ[4]) / NS_PER_SECOND,
-        )
-        self._abandon(occ)
-        return False
-
     def _finish_locked(self, done: tuple[Occ, Any, Exception | None]) -> None:
         """Record the outcome of an occurrence. Called with the lock held."""
         occ, result, error = done
-        job = occ[0]
+        job = occ.job
         job._running -= 1
         self._running_total -= 1
         job.runs += 1
@@ -2391,7 +1901,7 @@ class Scheduler:
             else:
                 if job._due is not None and job._qkey is None:
                     self._release_held(job)  # (a catch-up's next occurrence waited for it)
-                self._settle(job)
+                self._come_to_rest(job)
             return
         self._finish_slow(occ, result, error)
 
@@ -2434,7 +1944,7 @@ class Scheduler:
         # due, the held run now; and, of two due at one instant, the first queued goes first.)
         self._release_blocked()
         self._release_held(job)
-        self._settle(job, failed=failed)
+        self._come_to_rest(job, failed=failed)
         if self._runner is not None:
             self._runner.notify()
 
@@ -2457,25 +1967,9 @@ class Scheduler:
         trouble.last_error = error
         self._stats.failed += 1
         retry = job._opts.retry or self._retry
-        delay: float | None = None
-        if live:
-            delay, problem, raised = policy.retry_delay(
-                retry, attempt, error, self._rng, prev_delay
-            )
-            if problem is not None:
-                logger.error(
-                    "retry policy %r %s; giving up on job %r",
-                    retry,
-                    problem,
-                    job.id,
-                    exc_info=raised,
-                )
         mono = self._clock.monotonic_ns()
+        delay = self._retry_delay(job, retry, attempt, error, prev_delay, mono) if live else None
         retry_at = None
-        if delay is not None and self._durable:
-            at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
-            if self._unstorable(job, "retry", at, 0, "not retried"):
-                delay = None
         if delay is not None:
             retry_at = mono + round(delay * NS_PER_SECOND)
             self._queue_side(_Side(job, base, base_tb, attempt + 1, delay, False, fire), retry_at)
@@ -2513,7 +2007,47 @@ class Scheduler:
             )
         if delay is not None:
             return False, False
-        # The occurrence is dead.
+        return True, self._dead(job, base, base_tb, attempt, error, mono, events, live)
+
+    def _retry_delay(
+        self,
+        job: Job,
+        retry: RetryPolicy,
+        attempt: int,
+        error: BaseException,
+        prev_delay: float | None,
+        mono: int,
+    ) -> float | None:
+        """The seconds until a failed attempt's retry, or None: no retry (the policy gives up,
+        fails, or a durable store could not hold the retry's time). Lock held."""
+        delay, problem, raised = policy.retry_delay(retry, attempt, error, self._rng, prev_delay)
+        if problem is not None:
+            logger.error(
+                "retry policy %r %s; giving up on job %r",
+                retry,
+                problem,
+                job.id,
+                exc_info=raised,
+            )
+        if delay is not None and self._replica is not None:
+            at = to_utc(mono + round(delay * NS_PER_SECOND), MONOTONIC, self._clock.time_ns(), mono)
+            if self._unstorable(job, "retry", at, 0, "not retried"):
+                return None
+        return delay
+
+    def _dead(
+        self,
+        job: Job,
+        base: int,
+        base_tb: int,
+        attempt: int,
+        error: BaseException,
+        mono: int,
+        events: list[Event],
+        live: bool,
+    ) -> bool:
+        """An occurrence whose last attempt failed: count it, tell listeners, and keep a dead
+        letter if its job is a one-shot that ends with it (lock held). Whether it does."""
         self._stats.dead += 1
         if self._watch:
             events.append(
@@ -2537,56 +2071,18 @@ class Scheduler:
                     self._to_datetime(mono, MONOTONIC),
                 ),
             )
-        return True, one_shot_dead
+        return one_shot_dead
 
     # -- dead letters ---------------------------------------------------------------------------
 
     def failed(self) -> list[FailedJob]:
         """One-shot jobs whose last attempt failed (the dead-letter list), oldest first. With
         a durable store: as the store has it now, whichever process the jobs died in."""
-        with self._lock:
-            self._sync_dead()
-            return self._store.dead_letters()
-
-    def _sync_dead(self) -> None:
-        """With a durable store, bring the dead letters in memory up to the store's: other
-        processes add them (their jobs die there) and take them (retry, discard). Lock held.
-        If the store cannot answer, what memory holds stands (the failure is logged)."""
-        store: Any = self._store
-        if not self._durable or not store.is_open:
-            return
-        try:
-            found = store.load_dead()
-        except StoreError as exc:
-            logger.error("could not read the dead letters from the store: %s", exc)
-            return
-        dead: dict[str, FailedJob] = store.dead
-        # (failed_at is kept to the microsecond in memory: compared so.)
-        kept: dict[str, int] = {record[0]: record[6] // 1000 * 1000 for record in found}
-        for id, seen in self._dead_stored.items():
-            here = dead.get(id)
-            # Taken elsewhere, and memory still holds the very letter the store had (not one
-            # this process made since, for the same id, and has not written yet).
-            if id not in kept and here is not None and datetime_to_ns(here.failed_at) == seen:
-                MemoryStore.take_dead(store, id)  # (from memory only)
-        added = False
-        for record in found:
-            here = dead.get(record[0])
-            # New, or the same id died again elsewhere since: the store's is the later one.
-            if here is None or datetime_to_ns(here.failed_at) < kept[record[0]]:
-                self._restore_dead(*record)
-                added = True
-        self._dead_stored.clear()
-        self._dead_stored.update(kept)
-        if added:
-            self._sort_dead()
+        return self._dead_letters.failed()
 
     def _sort_dead(self) -> None:
         """Order the dead letters oldest first, as ``failed()`` promises (lock held)."""
-        dead: dict[str, FailedJob] = self._store.dead
-        ordered = sorted(dead.items(), key=lambda item: item[1].failed_at)
-        dead.clear()
-        dead.update(ordered)
+        return self._dead_letters.sort_dead()
 
     def retry_failed(self, id: str | Job | FailedJob) -> Job:
         """Queue a dead one-shot job again, now, with a fresh attempt count.
@@ -2598,88 +2094,12 @@ class Scheduler:
             JobLookupError: No failed job has that id.
             ConflictingIdError: A live job has taken the id meanwhile.
         """
-        id = _dead_id(id, self)
-        with self._lock:
-            if self._durable and not self._shutdown:
-                # The job died in another process: this one's copy is live until it reads
-                # the change (it said ConflictingIdError for the job's own id).
-                self._sync_locked(full=False)
-            self._sync_dead()
-            entry = self._store.dead_letter(id)
-            if entry is None:
-                raise JobLookupError(id, "failed job")
-            if self._store.get(id) is not None:
-                raise ConflictingIdError(id, _LIVE_AGAIN)
-            if self._shutdown:
-                raise SchedulerShutdownError("retry a failed job")
-            job: Job = entry.job
-            if self._durable:
-                self._retry_durable(id, entry)
-            else:
-                self._store.take_dead(id)
-                self._revive(job, id)
-            event = (
-                JobAdded(id, self._now_dt(), self._job_next_run_time(job))
-                if self._observed()
-                else None
-            )
-        if event is not None:
-            self._emit([event])
-        return job
-
-    def _retry_durable(self, id: str, entry: FailedJob) -> None:
-        """``retry_failed`` on a durable store (lock held): the letter taken and the job
-        written in one transaction, as a new job (an id another process has taken meanwhile
-        is refused, ConflictingIdError); if the store refuses, the letter stays, here too."""
-        job = entry.job
-        if type(job.func) is MissingTask:
-            # Letters load with the store, before the application registers its tasks.
-            func = self._resolve(job.func.task)
-            if func is not None:
-                task = job.func.task
-                job.func = func
-                self._name_task(job, task)
-        store: Any = self._store
-        trigger, state = job._trigger, job._state
-        attempt = None if job._x is None else job._x.attempt
-        self._revive(job, id)
-        try:
-            with store.batch():
-                MemoryStore.take_dead(store, id)
-                # Gone from the store though it was there: another process took it (retried
-                # or discarded it) after this one last looked. (One this process has not
-                # written yet, its outcome waiting, is not in the store: it goes on.)
-                if not store.delete_dead(id) and id in self._dead_stored:
-                    raise JobLookupError(id, "failed job")
-                row = self._row(job)
-                if row.next_base is not None:
-                    # Asked for again at the instant it died, the fire has the dead one's key:
-                    # that record gives way (the user asked for the run), or the new fire would
-                    # be taken for one already done and complete without running.
-                    store.reopen_key(fire_key_at(id, row.next_base))
-                store.insert_new([row], self._clock.time_ns())
-        except BaseException as exc:
-            self._unqueue(job)
-            store.forget(job)
-            job._trigger, job._state = trigger, state
-            job._extras().attempt = attempt
-            if isinstance(exc, JobLookupError):
-                self._dead_stored.pop(id, None)
-            elif id not in store.dead:
-                MemoryStore.put_dead(store, id, entry)
-                self._sort_dead()
-            if isinstance(exc, ConflictingIdError):
-                raise ConflictingIdError(id, _LIVE_AGAIN) from None
-            raise
+        return self._dead_letters.retry_failed(id)
 
     def _revive(self, job: Job, id: str) -> None:
         """Make a dead letter's job live again under ``id``, due now, with a fresh attempt
         count (lock held)."""
-        job._trigger = After(0)
-        job._state = JobState.SCHEDULED
-        job._extras().attempt = 0
-        self._store.add(job, id)
-        self._queue_regular(job, self._clock.monotonic_ns())
+        return self._dead_letters.revive(job, id)
 
     def discard_failed(self, id: str | Job | FailedJob) -> bool:
         """Drop a job from the dead-letter list. Returns whether it was there.
@@ -2687,10 +2107,7 @@ class Scheduler:
         Args:
             id: The job's id, or the ``Job`` or ``FailedJob`` (from ``failed()``) itself.
         """
-        id = _dead_id(id, self)
-        with self._lock:
-            self._sync_dead()
-            return self._store.take_dead(id) is not None
+        return self._dead_letters.discard_failed(id)
 
     def stats(self) -> Stats:
         """A snapshot of counters, queue sizes and start-lateness percentiles."""
@@ -2712,1282 +2129,10 @@ class Scheduler:
     #
     # With a durable store (store.durable), the in-memory structures above stay the working
     # copy and the store's file is the truth: every change is written through (_save, _insert),
-    # a run starts only after the store gives it to this process (_begin_durable: a claim), its
-    # outcome is recorded only while this process still holds it (_finish_durable: fenced), and
-    # other processes' changes are read back by polling (_sync_locked). The two life-cycle
+    # a run starts only after the store gives it to this process (Replica.begin: a claim), its
+    # outcome is recorded only while this process still holds it (Replica.finish: fenced), and
+    # other processes' changes are read back by polling (sync_locked). The two life-cycle
     # methods are swapped in per instance, so a MemoryStore scheduler never tests for any of it.
-
-    def _open_durable(self, store: Any) -> None:
-        """Open a durable store, load its jobs and dead letters (at construction)."""
-        self._task_of: dict[Any, str] = {}  # function -> task reference, for rows
-        self._unresolved: dict[str, list[Job]] = {}  # task -> loaded jobs waiting for it
-        self._warned_tasks: set[str] = set()
-        self._hinted_tasks: set[str] = set()  # stored under a near miss of a registered name
-        self._twin_checks = 0  # schedule() calls without id= checked for copies (_warn_twin)
-        self._warned_executors: set[str] = set()
-        # Shut down without waiting: close the store once the runs still going have ended.
-        self._close_when_idle = False
-        # Executor names this process has not, that it stored jobs for (warned once each).
-        self._stored_for_others: set[str] = set()
-        self._next_poll = 0  # clock time of the next heartbeat / lease scan
-        self._requeue = False  # queued fires were dropped from memory: take them in again
-        self._announce_at = 0  # real epoch ns when this process next says which tasks it runs
-        # Runs taken over from a lost worker and not started yet: this process holds their
-        # leases too, so they are renewed like running ones.
-        self._taken: set[_Side] = set()
-        # Jobs this process could not read back from the store after a failed claim.
-        self._unsure: set[Job] = set()
-        # Ids of jobs a failed batch cancelled, to read back once the store answers.
-        self._unsure_ids: set[str] = set()
-        # Store failures of each kind ("claims", "polls", "lease upkeeps") since its last success:
-        # the first of a row is logged as an ERROR, the rest (an outage retried every quarter
-        # second for every due fire) at DEBUG, and the recovery once (_store_failed).
-        self._failing: dict[str, int] = {}
-        # The dead letters last seen in the store, id -> failed_at (ns, to the microsecond)
-        # (_sync_dead): only those may be dropped from memory when the store no longer has them
-        # (taken elsewhere); a letter of this process not written yet (its outcome waits in the
-        # outbox, or is owed) is not.
-        self._dead_stored: dict[str, int] = {}
-        # Outcomes not written yet: waiting for the runner to write them together, or owed
-        # because the store could not be reached (written at the next poll).
-        self._outbox: list[_Outcome] = []
-        self._written_at = 0  # monotonic ns when the outbox was last written
-        # The runner's batch size, and when (real seconds) the last full batch was claimed:
-        # None if the last batch took everything due.
-        self._claim_limit = _CLAIM_FIRST
-        self._full_since: float | None = None
-        self._owed: list[_Outcome] = []
-        # Ids of jobs changed elsewhere while their outcome was owed: read back once it is paid.
-        self._after_owed: set[str] = set()
-        self._next_purge = 0
-        # Misfires this process computed and reports only if it moves the job on (_missed):
-        # id(job) -> _report_missed's arguments.
-        self._missed_held: dict[int, tuple[Any, ...]] = {}
-        worker = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
-        store.open(worker)
-        # At interpreter exit without shutdown(): the runner's thread is a daemon, and dies
-        # with its finished runs' outcomes unwritten (they would run again after their lease).
-        # (A weak reference: the hook must not keep a dropped scheduler alive.)
-        self_ref = weakref.ref(self)
-
-        def at_exit() -> None:
-            s = self_ref()
-            if s is not None:
-                s._at_exit()
-
-        self._exit_hook = at_exit
-        atexit.register(at_exit)
-        self._begin = self._begin_durable  # type: ignore[method-assign]
-        self._finish_locked = self._finish_durable  # type: ignore[method-assign]
-        self._call = self._call_durable  # type: ignore[method-assign]
-        with self._lock:
-            now = self._clock.time_ns()
-            load = self._load_row
-            for row in store.load_rows():
-                load(row, now)
-            if self._import_tasks:  # (a worker that registers nothing, importing its tasks)
-                self._announce()
-            for id, job_json, error, tb, attempts, due, failed_at in store.load_dead():
-                self._restore_dead(id, job_json, error, tb, attempts, due, failed_at)
-                self._dead_stored[id] = failed_at // 1000 * 1000
-            self._take_queued(now)
-
-    def _announce(self) -> None:
-        """Tell the store which tasks this process runs (lock held), for the command line's
-        "no worker has registered this task"; said again at polls, before it lapses."""
-        names = set(self._tasks)
-        for func in self._tasks.values():
-            module = getattr(func, "__module__", None)
-            qualname = getattr(func, "__qualname__", None)
-            if isinstance(module, str) and isinstance(qualname, str):
-                names.add(f"{module}:{qualname}")
-        tasks = json.dumps({"names": sorted(names), "prefixes": list(self._import_tasks)})
-        # Lapses after three polls unsaid (a crashed or stopped process), and not under a
-        # minute: a process that polls seldom, or not at all, still counts for a while.
-        ttl = max(3 * min(self._store.poll_ns, self._lease // 3), _WORKER_TTL)  # type: ignore[attr-defined]
-        now = real_time_ns()
-        self._store.announce(tasks, now + ttl)  # type: ignore[attr-defined]
-        self._announce_at = now + ttl // 3
-
-    def _resolve(self, task: str) -> Callable[..., Any] | None:
-        return codec.resolve_task(task, self._tasks, self._import_tasks)
-
-    def _check_storable(
-        self,
-        func: Callable[..., Any],
-        trigger: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        id: str | None,
-        name: str | None,
-        limiter: TokenBucket | None,
-        task_name: str | None,
-    ) -> tuple[str, str]:
-        """Refuse, before anything changes, what a durable store cannot keep. Returns the task
-        reference (``task_name``, the name asked for, if the function has several) and the
-        arguments as JSON."""
-        ref = codec.task_reference(func, self._tasks) if task_name is None else task_name
-        args_json = codec.dumps_args(args, kwargs)
-        if type(trigger) is not float and type(trigger) is not int:
-            _durable.trigger_json(At(trigger) if type(trigger) is datetime else trigger)
-        _durable.check_limiter(limiter)
-        nul = not self._store.keeps_nul  # type: ignore[attr-defined]
-        for param, text in (("id", id), ("name", name), ("task", ref)):
-            if not isinstance(text, str):
-                continue  # (None, or a wrong type: refused below, naming the type)
-            if nul and "\x00" in text:
-                raise InvalidArgument(
-                    f"{param} must not contain NUL characters (PostgreSQL cannot store them "
-                    f"in text), got {text!r}"
-                )
-            try:
-                size = len(text.encode())
-            except UnicodeEncodeError:
-                raise InvalidArgument(
-                    f"{param} cannot be stored: it is not UTF-8 text (a lone surrogate), "
-                    f"got {text!r}"
-                ) from None
-            most = self._store.id_bytes_most  # type: ignore[attr-defined]
-            if param == "id" and most is not None and size > most and text not in self._store.index:
-                # (An id stored already, by an earlier version that had no limit, stands: its
-                # index entry fit, compressed.)
-                raise InvalidArgument(
-                    f"id must be at most {most} bytes of UTF-8 on this store (it is indexed), "
-                    f"got {size} bytes: {text[:40]!r}..."
-                )
-        return ref, args_json
-
-    def _declared_again(
-        self,
-        stored: Job,
-        func: Callable[..., Any],
-        trigger: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
-        name: str | None,
-        priority: int,
-        opts: JobOptions,
-        ref: str,
-        paused: bool,
-    ) -> bool:
-        """Whether ``replace=True`` asks for exactly what the stored job is (lock held): every
-        copy of an application declaring its schedule at start-up. Then the job is left as it
-        stands: its next fire, a ``RUN_ALL`` backlog after downtime, a pause made elsewhere.
-        (Replacing it would start it afresh from now and drop what fell due meanwhile.)"""
-        if paused and stored._state is not JobState.PAUSED:
-            return False
-        asked = new_job(self, func, trigger)
-        asked._id = stored._id
-        self._set_params(asked, func, args, kwargs, name, priority, opts)
-        definition = operator.attrgetter(*DEFINITION)
-        return definition(_durable.job_row(asked, ref)) == definition(self._row(stored))
-
-    def _row(self, job: Job) -> JobRow:
-        func = job.func
-        if type(func) is MissingTask:
-            return _durable.job_row(job, func.task)
-        x = job._x
-        if x is not None and x.task is not None:
-            return _durable.job_row(job, x.task)
-        return _durable.job_row(job, self._task_ref(func))
-
-    def _task_ref(self, func: Callable[..., Any]) -> str:
-        """How rows name ``func`` by default: its first registered name, else its
-        ``module:qualname`` (cached)."""
-        ref = self._task_of.get(func)
-        if ref is None:
-            ref = self._task_of[func] = codec.task_reference(func, self._tasks)
-        return ref
-
-    def _name_task(self, job: Job, ref: str) -> None:
-        """Keep ``job`` under task name ``ref``: remembered on the job if its function's
-        default name is another (a function registered under several names)."""
-        if type(job.func) is MissingTask:
-            return  # (named by its task: rows take it from there)
-        x = job._x
-        if ref != self._task_ref(job.func):
-            job._extras().task = ref
-        elif x is not None:
-            x.task = None
-
-    def _insert(self, job: Job, ref: str, args_json: str) -> None:
-        """Write a new job's row (lock held); undo the in-memory add if the store refuses."""
-        self._name_task(job, ref)
-        if ref not in self._tasks and ":" in ref and type(job.func) is not MissingTask:
-            # A function passed in this process runs here under its module:qualname.
-            self._tasks.setdefault(ref, job.func)
-        try:
-            _durable.check_storable(job)
-            taken = self._store.insert_new(  # type: ignore[attr-defined]
-                [_durable.job_row(job, ref, args_json)], self._clock.time_ns()
-            )
-        except BaseException:
-            self._drop_local(job)
-            raise
-        if taken:
-            self._drop_local(job)
-            raise ConflictingIdError(taken[0])
-
-    def _warn_twin(self, job: Job, ref: str, args_json: str) -> None:
-        """Warn if ``job``, scheduled without ``id=``, is a copy (task, arguments, trigger) of
-        a job the store holds already (lock held): a start-up script that schedules without
-        ids adds one more copy at every restart. Checked for a process's first
-        ``_TWIN_CHECKS`` such calls outside a ``batch()`` (start-up is where it happens), while
-        it holds at most ``_TWIN_JOBS`` jobs, so that the check never costs a busy process."""
-        if (
-            self._twin_checks >= _TWIN_CHECKS
-            or self._store._batch  # type: ignore[attr-defined]
-            or self._store.count() > _TWIN_JOBS
-        ):
-            return
-        self._twin_checks += 1
-        trigger = job._trigger
-        for other in self._store.jobs():
-            if other is job or other._trigger != trigger:
-                continue
-            row = self._row(other)
-            if row.task == ref and row.args == args_json:
-                logger.warning(
-                    "job %r is a copy of job %r (the same task %r, arguments and trigger), "
-                    "scheduled without id=: a script that runs at every start adds one more "
-                    "each time; pass id= to declare the job once (with replace=True to update "
-                    "it)",
-                    job._id,
-                    other._id,
-                    ref,
-                )
-                return
-
-    def _take_in(self, id: str) -> bool:
-        """Load live job ``id`` from the store into memory (lock held); whether it was there.
-
-        Raises:
-            ConflictingIdError: The store holds it live, but it cannot be loaded here.
-        """
-        try:
-            row = self._store.load_row(id)  # type: ignore[attr-defined]
-        except StoreError:
-            return False
-        if row is None or row.state in ENDED_STATES:
-            return False
-        self._restore(None, row, self._clock.time_ns())
-        if self._store.get(id) is None:
-            raise ConflictingIdError(
-                id,
-                "the store holds a job under it that this process cannot load (the warning "
-                "logged when it was read says why), so it cannot replace it: replace it from a "
-                "process that can load it, or cancel it there",
-            )
-        return True
-
-    def _drop_local(self, job: Job) -> None:
-        self._unqueue(job)
-        job._state = JobState.CANCELLED
-        self._store.forget(job)
-
-    def _save(self, job: Job, before: JobRow, drop_retries: bool = False) -> None:
-        """Write a job's row after a change (lock held). If the store fails, the job is put
-        back as ``before`` (its row before the change: the store, which refused, may not be
-        there to read it back from) and the error raised. ``drop_retries``: the change
-        dropped the job's pending retries (SQLStore.write)."""
-        if self._outbox:
-            # Outcomes first: the change is written after the runs that ended before it (and
-            # a read back, below, then finds them counted, not a copy without them).
-            self._flush_outcomes()
-        try:
-            _durable.check_storable(job)
-            differ = self._store.write(  # type: ignore[attr-defined]
-                [self._row(job)], self._clock.time_ns(), drop_retries
-            )
-        except BaseException:
-            # (A StoreError, or InvalidArgument: a time the store cannot hold.)
-            self._restore(job, before, self._clock.time_ns())
-            raise
-        if differ:
-            # (The store kept its counters, or ended a run this copy saw going: read back.)
-            self._reload(job)
-
-    def _save_quiet(self, job: Job) -> None:
-        """Write the progress of a job the runner moved on without running it (a fire
-        skipped, or run elsewhere): only its progress, and not over a cancel, pause or resume
-        made meanwhile elsewhere (as an outcome). A failure is logged, not raised, and the
-        job read back."""
-        held = self._missed_held.pop(id(job), None)
-        try:
-            written = self._store.write_progress(  # type: ignore[attr-defined]
-                [self._row(job)],
-                self._clock.time_ns(),
-                None if held is None else [held[1]],
-            )
-        except StoreError as exc:
-            logger.error("could not record job %r: %s", job._id, exc)
-            self._reload(job, quiet=True)
-            return
-        # (Skipped misfires are this process's to report if its write moved the job on from
-        # the fire it popped: another process that skipped them too wrote first otherwise.)
-        if held is not None and written[0]:
-            self._report_missed(*held)
-
-    def _reload(self, job: Job, row: JobRow | None = None, quiet: bool = False) -> None:
-        """Read a job back from the store (unless its ``row`` was read already), dropping what
-        this process believed. ``quiet``: a failure is not logged (the caller did)."""
-        if row is None:
-            try:
-                row = self._store.load_row(job.id)  # type: ignore[attr-defined]
-            except StoreError as exc:
-                # What this process believes of the job may be wrong (a claim that failed left
-                # it at its next fire): read it again once the store answers.
-                if not quiet:
-                    logger.error(
-                        "could not read job %r back from the store (trying again at the next "
-                        "poll): %s",
-                        job._id,
-                        exc,
-                    )
-                self._unsure.add(job)
-                return
-        self._unsure.discard(job)
-        if row is None:
-            self._drop_local(job)
-            return
-        self._restore(job, row, self._clock.time_ns())
-
-    def _load_row(self, row: JobRow, now: int) -> None:
-        """``_restore`` of a live job's row as the store is opened (lock held): the common
-        case, a job with no side occurrences, kept short (a worker opening a store of a hundred
-        thousand jobs pays each line that many times before it claims anything)."""
-        if row.sides is not None or row.id in self._store.index:
-            self._restore(None, row, now)
-            return
-        job = new_job(self, None, None)  # type: ignore[arg-type]
-        try:
-            _durable.apply_row(job, row, self._resolve)
-            func = job.func
-            if type(func) is not MissingTask:
-                # (May raise: a function import_tasks= found that no name reaches.)
-                self._name_task(job, row.task)
-        except Exception as exc:  # (a row is data: whatever is wrong with it, never fatal)
-            self._quarantine(row, exc)
-            return
-        if type(func) is MissingTask:
-            self._unresolved.setdefault(func.task, []).append(job)
-        self._store.add(job, row.id)
-        if job._due is not None and job._state is not JobState.PAUSED:
-            self._push_regular(job)
-
-    def _restore(self, job: Job | None, row: JobRow, now: int) -> None:
-        """Make the in-memory job match ``row`` (a new Job if ``job`` is None), queued."""
-        store = self._store
-        if job is None:
-            job = store.get(row.id)
-        if row.state in ENDED_STATES:
-            store.quarantine.discard("jobs", row.id)  # type: ignore[attr-defined]
-            if job is not None:
-                self._drop_ended(job, row.state, now)
-            return
-        fresh = job is None
-        held: list[str] = []  # the fire keys of the sides this process held
-        # Runs this process took over from a lost worker and has not started: the row never
-        # holds them (their run records do, with this process's lease), so they are kept
-        # across the read, or nobody would run them while the heartbeat renewed their lease.
-        taken: list[_Side] = []
-        if job is None:
-            job = new_job(self, None, None)  # type: ignore[arg-type]
-        else:
-            held = [self._fire_of(x) for x in job._sides or () if x.claimed != 1]
-            taken = [x for x in job._sides or () if x.claimed == 1]
-            self._unqueue(job)
-        running = job._running
-        was_paused = job._state is JobState.PAUSED
-        try:
-            _durable.apply_row(job, row, self._resolve)
-            if type(job.func) is not MissingTask:
-                self._name_task(job, row.task)
-            sides = _durable.sides_of(job, row, now)
-        except Exception as exc:  # (a row is data: whatever is wrong with it, never fatal)
-            self._quarantine(row, exc)
-            if not fresh:
-                self._drop_local(job)
-            return
-        store.quarantine.discard("jobs", row.id)  # type: ignore[attr-defined]
-        if not fresh and was_paused and row.state != "paused":
-            self._mark_resumed(job)  # (resumed by another process)
-        if running:
-            job._state = JobState.PAUSED if row.state == "paused" else _RUNNING
-        job._sides = sides or None
-        if held:
-            # Sides the row does not record are dropped here: fires queued in the store's runs
-            # (backfill, trigger), which the row never holds, and retries another process
-            # wrote out of it from a stale copy.
-            kept = {self._fire_of(x) for x in sides}
-            self._retake([key for key in held if key not in kept])
-        if fresh:
-            store.add(job, row.id)
-        if type(job.func) is MissingTask:
-            self._unresolved.setdefault(job.func.task, []).append(job)
-        if job._state is not JobState.PAUSED:
-            if job._due is not None:
-                self._push_regular(job)
-            for side in sides:
-                self._push_side(side)
-        if taken:
-            have = {self._fire_of(x) for x in sides}
-            mono = self._clock.monotonic_ns()
-            for x in taken:
-                if self._fire_of(x) not in have:
-                    self._queue_side(x, mono)
-
-    def _cancel_unreadable(self, id: str) -> bool:
-        """Cancel job ``id`` if the store holds it live but this process cannot load it (lock
-        held): the only change such a row takes. Whether it was live."""
-        store: Any = self._store
-        if ("jobs", id) not in store.quarantine:
-            return False
-        return bool(store.cancel_unreadable(id, self._clock.time_ns()))
-
-    def _quarantine(self, row: JobRow, exc: Exception) -> None:
-        """Skip a live job's row that this process cannot load, with a WARNING (once) naming
-        the store, the table and the id; ``unreadable()`` lists it, ``cancel`` removes it."""
-        reason = str(exc) or type(exc).__name__
-        if isinstance(exc, RecursionError):
-            reason = "a value nested too deeply"
-        self._store.quarantine.add("jobs", row.id, reason)  # type: ignore[attr-defined]
-
-    def _drop_ended(self, job: Job, state: str, now: int) -> None:
-        """Drop the in-memory ``job``: the store says it ended (``state``, one of
-        ``ENDED_STATES``) in another process (lock held)."""
-        for x in job._sides or ():
-            if x.claimed == 1:  # taken over here, not started: nobody will run it
-                self._mark_lost_quiet(self._fire_of(x), now)
-        self._unqueue(job)
-        job._state = _ENDED_STATE[state]
-        self._store.forget(job)
-
-    def _mark_lost_quiet(self, key: str, now: int) -> None:
-        """Record a run this process took over as lost (its job ended meanwhile); a failure is
-        logged (the lease then runs out, and the next taker finds the job ended)."""
-        try:
-            self._store.mark_lost(key, now)  # type: ignore[attr-defined]
-        except StoreError as exc:
-            logger.error("could not record run %s as lost: %s", key, exc)
-
-    def _restore_dead(
-        self, id: str, job_json: str, error: str, tb: str, attempts: int, due: int, at: int
-    ) -> None:
-        job = new_job(self, None, None)  # type: ignore[arg-type]
-        try:
-            record = codec.load_json(job_json, "job")
-            if type(record) is not dict:
-                raise ValueError("job is not an object")
-            _durable.apply_row(job, JobRow(**record), self._resolve)
-            job._state = JobState.FAILED
-            letter = FailedJob(
-                job,
-                _durable.parse_error(error) or StoredError("Error", ""),
-                tb,
-                attempts,
-                ns_to_datetime(due, self._tz),
-                ns_to_datetime(at, self._tz),
-            )
-        except Exception as exc:  # (a record is data: whatever is wrong with it, never fatal)
-            self._store.quarantine.add("dead", id, str(exc) or type(exc).__name__)  # type: ignore[attr-defined]
-            return
-        MemoryStore.put_dead(self._store, id, letter)
-
-    def _retake(self, keys: list[str]) -> None:
-        """Have the next poll take ``keys`` in again from the store's runs, those still queued
-        or with a retry pending (lock held): fires dropped from memory that the job's row does
-        not hold."""
-        if keys:
-            self._store.forget_queued(keys)  # type: ignore[attr-defined]
-            self._requeue = True
-
-    def _take_queued(self, now: int) -> None:
-        """Queue the fires that ``backfill`` or ``trigger`` (here or in another process)
-        enqueued, and the pending retries this process does not hold (a process writing their
-        job's row from a stale copy dropped them from it: the failed run's record keeps them)."""
-        for key, job_id, due, attempt, retry in self._store.queued_runs():  # type: ignore[attr-defined]
-            job = self._store.get(job_id)
-            if job is None:
-                continue
-            if retry is None:
-                self._queue_fire(job, key, due, now)
-            elif not any(self._fire_of(x) == key for x in job._sides or ()):
-                self._queue_side(_Side(job, due, MONOTONIC, attempt + 1, None, False, key), retry)
-
-    def _queue_fire(self, job: Job, key: str, due: int, now: int) -> None:
-        """Queue a fire recorded as queued in the store's runs (a backfill), due now: at its
-        own time if that is past, so that fires enqueued by separate backfills (or before a
-        restart) run oldest first, as one backfill's do."""
-        side = _Side(job, due, MONOTONIC, 1, None, False, key)
-        side.claimed = 2  # kept in the store's runs, not in the job's row
-        self._queue_side(side, min(due, now))
-
-    def _refresh(self) -> None:
-        """Read other processes' changes to the jobs (takes the lock): PostgreSQL's listening
-        thread calls it when notified. It gives up once the scheduler is shut down: shutdown
-        closes the store holding the lock and waits for that thread, which must not be
-        waiting for the lock meanwhile."""
-        lock = self._lock
-        while not lock.acquire(timeout=0.05):
-            if self._shutdown:
-                return
-        try:
-            self._sync_locked(full=False)
-        finally:
-            lock.release()
-
-    def _sync_locked(self, full: bool = True) -> None:
-        """Read other processes' changes (lock held); with ``full``, also renew this process's
-        leases, take over runs whose lease ran out and delete old records, when due."""
-        store: Any = self._store
-        if not store.is_open:
-            return  # shut down: what is in memory is the last word
-        try:
-            changes = store.changed_rows()
-            now = self._clock.time_ns()
-            if changes is not None:
-                rows, ended = changes.rows, changes.ended
-                if (rows or ended) and (self._outbox or self._owed):
-                    rows, ended = self._settle_first(rows, ended)
-                get = store.get
-                for id, state in ended:
-                    store.quarantine.discard("jobs", id)
-                    job = get(id)
-                    if job is not None:
-                        self._drop_ended(job, state, now)
-                for row in rows:
-                    self._restore(None, row, now)
-            if changes is not None or self._requeue:
-                self._requeue = False
-                self._take_queued(now)
-            for job in list(self._unsure):
-                if store.contains(job):
-                    self._reload(job)
-                else:
-                    self._unsure.discard(job)
-            for id in list(self._unsure_ids):
-                self._take_back(id)
-                self._unsure_ids.discard(id)
-            if self._failing:
-                self._store_answered("polls")
-        except StoreError as exc:
-            # The runner keeps going: the next poll tries again. The leases are renewed all
-            # the same (a connection cut as the changes were read is reopened for it): with
-            # this read failing at every poll, runs going here lost their leases and ran twice.
-            self._store_failed("polls")("%s", exc)
-        try:
-            now = self._clock.time_ns()
-            if full and now >= self._next_poll:
-                self._next_poll = now + min(store.poll_ns, self._lease // 3)
-                if self._owed:
-                    self._pay_owed()
-                if self._taken:
-                    self._taken = {x for x in self._taken if x in (x.job._sides or ())}
-                if self._running_total or self._taken:
-                    store.heartbeat(now, self._lease)
-                self._take_lost(now)
-                if (self._tasks or self._import_tasks) and real_time_ns() >= self._announce_at:
-                    self._announce()
-                if now >= self._next_purge:
-                    self._next_purge = now + 3600 * NS_PER_SECOND
-                    store.purge(now)
-                if self._failing:
-                    self._store_answered("lease upkeeps")
-        except StoreError as exc:
-            # The runner keeps going: the next poll tries again.
-            self._store_failed("lease upkeeps")("%s", exc)
-
-    def _take_lost(self, now: int) -> None:
-        """Take over the runs whose lease ran out (lock held; a store's failure propagates)."""
-        for key, job_id, due, attempt, worker in self._store.expired(now):  # type: ignore[attr-defined]
-            self._take_over(key, job_id, due, attempt, worker, now)
-
-    def _renew_locked(self) -> None:
-        """Renew the leases of the runs going on here when a poll is due (lock held): all of
-        ``_sync_locked``'s upkeep that a stopping runner wants while it waits for them (it
-        must not take other workers' lost runs over, nor read their changes)."""
-        store: Any = self._store
-        if not self._durable or not store.is_open or not (self._running_total or self._taken):
-            return
-        now = self._clock.time_ns()
-        if now < self._next_poll:
-            return
-        self._next_poll = now + min(store.poll_ns, self._lease // 3)
-        try:
-            store.heartbeat(now, self._lease)
-        except StoreError as exc:
-            self._store_failed("lease upkeeps")("%s", exc)
-
-    def _store_failed(self, kind: str) -> Callable[..., None]:
-        """How to log a store failure of ``kind``: ``logger.error`` for the first since the
-        last success of that kind, ``logger.debug`` for the rest."""
-        count = self._failing.get(kind, 0)
-        self._failing[kind] = count + 1
-        return logger.debug if count else logger.error
-
-    def _store_answered(self, kind: str) -> None:
-        """A store call of ``kind`` went through: after failures, say so once."""
-        count = self._failing.pop(kind, 0)
-        if count > 1:
-            logger.warning(
-                "%s go through again, after %d failures (the first logged as an error, the "
-                "others at DEBUG)",
-                kind,
-                count,
-            )
-
-    def _take_back(self, id: str) -> None:
-        """Load job ``id`` from the store into memory, where it is missing, if the store has it
-        live (lock held; a store's failure propagates)."""
-        row = self._store.load_row(id)  # type: ignore[attr-defined]
-        if row is not None and row.state not in ENDED_STATES and id not in self._store.index:
-            self._restore(None, row, self._clock.time_ns())
-
-    def _take_over(
-        self, key: str, job_id: str, due: int, attempt: int, worker: str | None, now: int
-    ) -> None:
-        store: Any = self._store
-        job = store.get(job_id)
-        if job is None:
-            row = store.load_row(job_id)
-            if row is None or row.state in ENDED_STATES:
-                store.mark_lost(key, now)
-            return
-        if type(job.func) is MissingTask or self._lacks(job._opts.executor):
-            return  # a process that runs this task (on that executor) will take it
-        if worker == store.worker and job._running:
-            return  # still running here: a late heartbeat, not a lost run
-        if not store.take_over(key, worker, attempt, now, self._lease):
-            return
-        logger.warning(
-            "run %s of job %r was lost by worker %s (its lease ran out, or it gave the run "
-            "back at shutdown); running it again, attempt %d",
-            key,
-            job_id,
-            worker,
-            attempt + 1,
-        )
-        side = _Side(job, due, MONOTONIC, attempt + 1, None, False, key)
-        side.claimed = 1
-        self._taken.add(side)
-        if job._state is JobState.RUNNING and not job._running:
-            job._state = JobState.SCHEDULED
-        # At its own due time, long past: it goes before the job's later fires that waited for
-        # its lease to run out (Overlap.QUEUE, a RUN_ALL backlog), as it would have run first.
-        self._queue_side(side, min(due, now))
-        if self._observed():  # (rare, and reached from a poll, before any claim refreshed it)
-            self._pending_events.append(
-                JobLost(
-                    job_id,
-                    self._now_dt(),
-                    ns_to_datetime(due, self._tz),
-                    attempt + 1,
-                    key,
-                    worker,
-                )
-            )
-
-    def _park(self, job: Job) -> None:
-        """A due occurrence of a task this process has not registered: keep it for a process
-        that has (or for ``register``), and say so once."""
-        task = job.func.task  # type: ignore[attr-defined]
-        waiting = self._unresolved.setdefault(task, [])
-        if job not in waiting:
-            waiting.append(job)
-        if task not in self._warned_tasks:
-            self._warned_tasks.add(task)
-            logger.warning(
-                "job %r is due but its task %r is not registered in this process; it stays "
-                "pending (register the task, or allow its module with import_tasks=)%s",
-                job._id,
-                task,
-                name_hint(task, self._tasks),
-            )
-
-    def _lacks(self, executor: str | None) -> bool:
-        """Whether this process's runner cannot run a job of ``executor`` (its name, None for
-        the default): a durable store's job of an executor another process has and this one
-        does not. (Without a runner, jobs run in the calling thread: nothing is missing.)"""
-        return (
-            executor is not None
-            and self._runner is not None
-            and executor not in self._executors_spec
-        )
-
-    def _leave_to_others(self, job: Job, executor: str) -> None:
-        """A due occurrence of a job whose executor this process does not have (another
-        process stored it with ``executor=``): it is not claimed here, and stays pending for a
-        process that has one of that name (or until the job changes). Said once per name."""
-        if executor not in self._warned_executors:
-            self._warned_executors.add(executor)
-            logger.warning(
-                "job %r is due but its executor %r is not one of this process's executors "
-                "(Scheduler(executors=...)); it stays pending for a process that has it",
-                job._id,
-                executor,
-            )
-
-    def _unpark(self) -> None:
-        """A task was registered: give the jobs waiting for any task that now resolves (its
-        name, or a ``"module:qualname"`` naming the same function) the function, and queue
-        them."""
-        for task in list(self._unresolved):
-            func = self._resolve(task)
-            if func is None:
-                continue
-            for job in self._unresolved.pop(task):
-                if not self._store.contains(job):
-                    continue
-                job.func = func
-                self._name_task(job, task)
-                if job._state is not JobState.PAUSED:
-                    # (A job loaded before its task was registered is still queued: only one
-                    # popped and parked meanwhile needs queueing again.)
-                    if job._due is not None and job._qkey is None:
-                        self._push_regular(job)
-                    for side in job._sides or ():
-                        if side.due is not None and side._qkey is None:
-                            self._push_side(side)
-
-    def _begin_durable(self, key: Any, tb: int, due: int, wall: int, mono: int) -> Occ | None:
-        """``_begin`` with a durable store: decide as in memory, then claim the run from the
-        store; if another process has it, read the job back instead."""
-        return self._claim_one(key, tb, due, wall, mono)[0]
-
-    def _claim_one(
-        self,
-        key: Any,
-        tb: int,
-        due: int,
-        wall: int,
-        mono: int,
-        quiet: bool = False,
-        hold: bool = True,
-    ) -> tuple[Occ | None, ClaimAnswer | None]:
-        """Decide one popped entry and claim it alone: the occurrence to run (None if not),
-        and the store's answer (None if nothing was asked of it). ``hold``: see ``_claimed``."""
-        # Inside a batch, its new jobs' rows go in first, before memory changes for the claim:
-        # an id taken elsewhere then raises with nothing to undo but the entry's pop (the job
-        # is read back, queued again).
-        try:
-            self._store.insert_pending()  # type: ignore[attr-defined]
-        except BaseException:
-            self._reload(key if type(key) is Job else key.job, quiet=True)
-            raise
-        prepared = self._prepare_claim(key, tb, due, wall, mono)
-        if prepared is None:
-            return None, None
-        occ, ask = prepared
-        if ask is None:
-            return occ, None
-        (answer,) = self._store.claim_many([ask])  # type: ignore[attr-defined]
-        return self._claimed(key, occ, ask, answer, quiet, hold), answer
-
-    def _begin_due(self, wall: int, mono: int, most: int | None = None) -> list[Occ] | None:
-        """The thread runner's ``pop_due`` and ``begin`` with a durable store: take what is
-        due now (a batch of up to ``_claim_limit`` fires, one per job), decide each in memory,
-        then claim them from the store together, in the transaction that writes the outcomes
-        waiting in the outbox (one round trip and one commit on PostgreSQL, where a fire's
-        claim and its outcome are otherwise most of its cost). Returns the occurrences to run
-        (runs taken over from a lost worker first, then the claims won, in queue order); None
-        if nothing was due (the outbox then waits). Lock held.
-
-        The batch stops at a second entry of a job already in it (its next fire, due too): a
-        job's fires are claimed one after the other, so that the next one's guard is the row
-        the previous claim wrote.
-        """
-        store = self._store
-        self._observed()
-        head = store.head(wall, mono)
-        if head is None or head[2] > mono:
-            self._full_since = None
-            return None
-        store.insert_pending()  # type: ignore[attr-defined]  # (in a batch: see _claim_one)
-        limit = self._claim_limit
-        if self._full_since is None:
-            limit = _CLAIM_FIRST
-        else:
-            spent = real_monotonic() - self._full_since
-            if spent < _CLAIM_QUICK:
-                limit = min(2 * limit, _CLAIM_MOST)
-            elif spent > 4 * _CLAIM_QUICK:
-                limit = max(limit // 2, _CLAIM_FIRST)
-        self._claim_limit = limit
-        if most is not None:
-            limit = min(limit, most)
-        # The outcomes waiting to be written go with the claims, in the same transaction; their
-        # rows are taken now, before the claims move any job on (the claims' guards are what
-        # these rows say).
-        outcomes, self._outbox = self._outbox, []
-        settle = self._outcome_asks(outcomes)
-        runs: list[Occ] = []
-        asks: list[tuple[Any, Occ, ClaimAsk]] = []
-        claiming: set[int] = set()  # id() of the jobs in asks
-        # Jobs whose fire was skipped: their rows are written after the outcomes' (which are
-        # older), not before.
-        skipped: dict[int, Job] = {}
-        while head is not None and head[2] <= mono and len(asks) < limit:
-            tb, entry, _ = head
-            key = store.key_of(tb, entry)
-            job = key if type(key) is Job else key.job
-            if id(job) in claiming or id(job) in skipped:
-                # (A skipped job's row is written after the claims: a claim now would find the
-                # row before the skip, lose, and read the skip back out of existence.)
-                break
-            store.take(tb, entry)
-            prepared = self._prepare_claim(key, tb, entry >> DUE_SHIFT, wall, mono, skipped)
-            if prepared is not None:
-                occ, ask = prepared
-                if ask is None:
-                    runs.append(occ)
-                else:
-                    asks.append((key, occ, ask))
-                    claiming.add(id(job))
-            head = store.head(wall, mono)
-        if asks or outcomes:
-            try:
-                settled, answers = store.settle_and_claim(  # type: ignore[attr-defined]
-                    settle, [ask for _, _, ask in asks]
-                )
-            except Exception:
-                # Not the store's refusal (that is a StoreError answer): a bug. Put back what
-                # was taken, so that the runner, which logs it and pauses, tries it all again.
-                self._outbox[:0] = outcomes
-                for _, occ, _ in asks:
-                    occ[0]._running -= 1
-                    self._running_total -= 1
-                    self._reload(occ[0])
-                raise
-            self._after_outcomes(outcomes, settle, settled)
-            lost = 0
-            failed = [a for a in answers if isinstance(a, StoreError)]
-            quiet = len(failed) > 1  # one line for the lot, below
-            for (key, occ, ask), answer in zip(asks, answers, strict=True):
-                won = self._claimed(key, occ, ask, answer, quiet)
-                if won is not None:
-                    runs.append(won)
-                elif type(answer) is tuple and answer[0] == "lost":
-                    lost += 1
-            if quiet:
-                self._store_failed("claims")(
-                    "could not claim %d runs (trying again in %.2g s): %s",
-                    len(failed),
-                    self._store.retry_in_ns() / NS_PER_SECOND,  # type: ignore[attr-defined]
-                    failed[0],
-                )
-            if lost * 2 > len(asks) >= 4:
-                # Other workers are taking these fires: read what they took (one query) rather
-                # than lose a claim for each of them.
-                self._sync_locked(full=False)
-        for job in skipped.values():
-            # (Also a job the skip ended: its row must say so, and its misfires be reported.)
-            self._save_quiet(job)
-        self._written_at = self._clock.monotonic_ns()
-        self._full_since = real_monotonic() if len(asks) == limit else None
-        return runs
-
-    def _prepare_claim(
-        self,
-        key: Any,
-        tb: int,
-        due: int,
-        wall: int,
-        mono: int,
-        skipped: dict[int, Job] | None = None,
-    ) -> tuple[Occ, ClaimAsk | None] | None:
-        """The first half of ``_begin_durable``: decide in memory whether a popped entry runs
-        now. Returns None if not, else its occurrence and the claim to make for it (None: this
-        process holds the run already, a run taken over from a lost worker). A job whose fire
-        is skipped is written now, or put in ``skipped`` for the caller to write."""
-        regular = type(key) is Job
-        job: Job = key if regular else key.job
-        if type(job.func) is MissingTask:
-            if not regular:
-                key.due = due
-            self._park(job)
-            return None
-        executor = job._opts.executor
-        if executor is not None and self._lacks(executor):
-            if not regular:
-                key.due = due
-            self._leave_to_others(job, executor)
-            return None
-        popped = job._base if regular else None
-        catching_up = regular and job._x is not None and job._x.catchup
-        occ = Scheduler._begin(self, key, tb, due, wall, mono)
-        if occ is None:
-            if skipped is None:
-                self._save_quiet(job)
-            else:
-                skipped[id(job)] = job
-            return None
-        if not regular and key.claimed == 1:
-            # A run taken over from a lost worker is this process's already; it starts here
-            # unless a run of the job is going in another worker (then it waits, as any fire
-            # of the job does, unless Overlap.ALLOW), or unless it is no longer this
-            # process's: stalled past the lease while it waited, another worker took it over
-            # in turn (it started in both, and twice here, a held copy of each attempt).
-            wait = (job._opts.overlap or self._overlap) is not Overlap.ALLOW
-            try:
-                verdict = self._store.start_taken(  # type: ignore[attr-defined]
-                    key.key, job.id, key.attempt, wall, self._lease, wait
-                )
-            except StoreError as exc:
-                logger.error("could not start run %s taken over: %s", key.key, exc)
-                verdict = "wait"
-            if verdict != "start":
-                job._running -= 1
-                self._running_total -= 1
-                if verdict == "wait":
-                    self._queue_side(key, wall + _BUSY_BACKOFF)
-                else:
-                    self._taken.discard(key)
-                    logger.warning(
-                        "run %s of job %r, taken over here, was taken over again before it "
-                        "started (this process stalled past its lease): not started",
-                        key.key,
-                        job.id,
-                    )
-                    self._reload(job)  # (as the store has it: the other worker's run going)
-                    return None
-                self._settle(job)
-                return None
-            self._taken.discard(key)
-            return occ, None
-        fire = occ[6]
-        if fire is None:
-            fire = fire_key_at(job.id, occ[1])
-        # A regular fire of a recurring job under Overlap.SKIP is skipped, by the store, if a
-        # run of the job is going in another process (in this one, _begin skipped it already);
-        # one of a Misfire.RUN_ALL catch-up waits for that run to end instead ("busy"), as it
-        # would in this process, or the backlog lost the fires that met it. Every other fire
-        # but a one-shot job's own waits so (unless Overlap.ALLOW), as it is held in this
-        # process: a recurring job's under Overlap.QUEUE, retries, trigger() runs and the runs
-        # another process held back (they reach the others in the job's row).
-        solo = 0
-        overlap = job._opts.overlap or self._overlap
-        if overlap is not Overlap.ALLOW:
-            if not regular:
-                solo = SOLO_WAIT
-            elif job.trigger.recurring:
-                if overlap is Overlap.SKIP:
-                    catching_up = catching_up or (job._x is not None and job._x.catchup)
-                    solo = SOLO_WAIT if catching_up else SOLO_SKIP
-                else:
-                    solo = SOLO_WAIT
-        ask = (fire, job.id, occ[1], occ[3], wall, self._lease, self._row(job), popped, solo)
-        return occ, ask
-
-    def _claimed(
-        self,
-        key: Any,
-        occ: Occ,
-        ask: ClaimAsk,
-        answer: ClaimAnswer,
-        quiet: bool = False,
-        hold: bool = True,
-    ) -> Occ | None:
-        """The second half of ``_begin_durable``: act on the store's answer to a claim (and
-        the job's row, if the store read it back). Returns the occurrence to run if this
-        process won it. ``quiet``: the caller logs a failure (of many claims at once).
-        ``hold``: a claim that failed or met a busy row holds the job's fires back for a
-        while (the runner's claims); not for ``trigger()``, whose caller is told, and whose
-        failure must leave the job's schedule as it was."""
-        job = occ[0]
-        fire = ask[0]
-        wall = ask[4]
-        row = None
-        pause = _BUSY_BACKOFF
-        if isinstance(answer, StoreError):
-            pause = self._store.retry_in_ns()  # type: ignore[attr-defined]
-            if not quiet:
-                self._store_failed("claims")(
-                    "could not claim a run of job %r (trying again in %.2g s): %s",
-                    job._id,
-                    pause / NS_PER_SECOND,
-                    answer,
-                )
-            outcome = "failed"
-        else:
-            if self._failing:
-                self._store_answered("claims")
-            outcome, row = answer
-        held = self._missed_held.pop(id(job), None)
-        if held is not None and outcome in ("won", "done"):
-            # ("done": this claim moved the job on, and only its run was not recorded.)
-            self._report_missed(*held)
-        if outcome == "won":
-            return (*occ[:6], fire, occ[7])
-        job._running -= 1
-        self._running_total -= 1
-        if job._x is not None:
-            job._x.backlog = False  # (set by the start that did not happen)
-        if outcome in ("failed", "busy"):
-            if type(key) is not Job and key.claimed != 1:
-                # The side left the job's sides when it was popped, so reading the job back
-                # cannot restore it if the row does not hold it (a queued fire never is).
-                self._retake([fire])
-            # The store is the truth: read the job back, and try its fire again after a pause
-            # (the same fire: the claim's guard is its due time, which the pause leaves alone).
-            # "busy": another process is claiming or changing this job right now; its change
-            # reaches this one soon (and replaces the retry), or it rolled back. (A failed
-            # claim was logged: a read back failing with it says nothing new.)
-            self._reload(job, row, quiet or outcome == "failed")
-            if hold:
-                if job._due is not None and job._qkey is not None:
-                    job._due = max(job._due, wall + pause)
-                    self._push_regular(job)
-                for side in job._sides or ():
-                    if side.due is not None and side._qkey is not None:
-                        side.due = max(side.due, wall + pause)
-                        self._push_side(side)
-        elif outcome == "lost":
-            self._reload(job, row)
-            if type(key) is not Job:
-                # The fire's key ran, or runs, elsewhere: a copy of this side read back from
-                # the row must not be queued again (it would lose the same claim forever).
-                # Only a copy of this attempt or an earlier one: a later attempt of the same
-                # fire is the retry the worker that won this one queued when it failed (it
-                # was dropped, and the job written as completed over it).
-                attempt = ask[3]
-                stale = [
-                    x for x in job._sides or () if self._fire_of(x) == fire and x.attempt <= attempt
-                ]
-                if stale:
-                    for x in stale:
-                        self._drop_side(x)
-                    self._settle(job)
-                    self._save_quiet(job)
-        else:  # the fire ran or runs already (a backfill, another process): skip it
-            if ask[8] == SOLO_SKIP and self._overlapped_elsewhere(fire):
-                self._skipped(job, occ[1], occ[2], Verdict.SKIP.value)
-            self._settle(job)
-            self._save_quiet(job)
-        return None
-
-    def _overlapped_elsewhere(self, fire: str) -> bool:
-        """After a claim under ``Overlap.SKIP`` answered "done": whether it was the store that
-        skipped the fire, because another process's run of the job was going (its key is not
-        recorded), rather than a run of the fire key itself (a backfill ran it). One more query,
-        only after such an answer (a fire overlapping a run elsewhere): a skip is then reported
-        as in one process. (A failure of that query is not: the fire is skipped all the same.)"""
-        try:
-            return fire not in self._store.recorded_keys([fire])  # type: ignore[attr-defined]
-        except StoreError:
-            return False
-
-    def _fire_of(self, side: _Side) -> str:
-        """A side occurrence's fire key."""
-        if side.key is not None:
-            return side.key
-        return fire_key_at(side.job.id, side.base)
-
-    def _finish_durable(self, done: tuple[Occ, Any, Exception | None]) -> None:
-        """``_finish_locked`` with a durable store: record the outcome in memory, then in the
-        store, fenced: if this process no longer holds the run, its outcome is refused.
-
-        While the thread runner runs, outcomes wait in an outbox that it writes, all at once,
-        before it next claims (``_flush_outcomes``): a batch of short runs then costs one write
-        of their outcomes instead of one each. A run that finishes ``_OUTBOX_WAIT`` or more
-        after the outbox was last written writes it at once: a crash then repeats at most that
-        much finished work (and the run that was going on). (Measured from the last write, not
-        from the claim: in a batch that runs longer, the runs after it would each be written
-        alone.)"""
-        occ, _, error = done
-        job = occ[0]
-        before = tuple(job._sides or ())  # (a copy: the finish appends to the job's list)
-        Scheduler._finish_locked(self, done)
-        fire = occ[6]
-        assert fire is not None
-        if error is None:
-            state = "succeeded"
-        elif any(
-            s.key == fire and s.attempt == occ[3] + 1 for s in job._sides or () if s not in before
-        ):
-            state = "failed"
-        else:
-            state = "dead"
-        clock = self._clock
-        self._outbox.append((job, fire, occ[3], occ[1], state, error, clock.time_ns()))
-        runner = self._runner
-        if runner is None or not runner.flushes:
-            self._flush_outcomes()
-            if self._close_when_idle:
-                self._close_if_idle_locked()
-            return
-        now = clock.monotonic_ns()
-        if now - self._written_at >= _OUTBOX_WAIT:
-            self._flush_outcomes()
-            self._written_at = now
-
-    def _flush_outcomes(self) -> None:
-        """Write the outcomes waiting in the outbox (lock held; never raises). Not inside a
-        ``batch()``: they would be part of its transaction, and a block that raised would take
-        them with it (other runs' outcomes: the runs stayed "running", and ran again after
-        their leases). ``batch()`` writes them before it opens and after it closes."""
-        outbox = self._outbox
-        if outbox and not self._store._batch:  # type: ignore[attr-defined]
-            self._outbox = []
-            self._record_outcomes(outbox)
-
-    def _record_outcomes(self, outcomes: list[_Outcome], final: bool = False) -> None:
-        """Write runs' outcomes, each with its job's row as it is now (lock held). What the
-        store cannot take now is owed: the next poll writes it (``final``: the store is about
-        to close, and there is no next poll)."""
-        asks = self._outcome_asks(outcomes)
-        self._after_outcomes(outcomes, asks, self._store.settle_many(asks), final)  # type: ignore[attr-defined]
-
-    def _outcome_asks(self, outcomes: list[_Outcome]) -> list[SettleAsk]:
-        """The store's arguments for ``outcomes``: each with its job's row as it is now."""
-        rows: dict[int, JobRow] = {}
-        asks: list[SettleAsk] = []
-        for job, fire, attempt, _, state, error, now in outcomes:
-            if job._state is _CANCELLED:
-                # Cancelled since the run started (here, or elsewhere and read back): the run
-                # is recorded, the row left to the cancel, which wrote it. Written from this
-                # copy, the row ended a job another process had added under the id meanwhile.
-                # (Asked for each outcome, each time: an outcome owed and written again later,
-                # or a second of the job's, is the cancelled copy's too.)
-                asks.append((fire, attempt, state, _durable.error_text(error), now, None))
-                continue
-            row = rows.get(id(job))
-            if row is None:
-                row = rows[id(job)] = self._row(job)
-            asks.append((fire, attempt, state, _durable.error_text(error), now, row))
-        return asks
-
-    def _after_outcomes(
-        self,
-        outcomes: list[_Outcome],
-        asks: list[SettleAsk],
-        answers: Sequence[bool | StoreError],
-        final: bool = False,
-    ) -> None:
-        """Act on the store's answers to ``outcomes``: owe what failed, read back the jobs of
-        runs this worker no longer held, keep dead letters."""
-        store: Any = self._store
-        owed: list[str] = []  # fire keys whose outcome could not be written
-        failure: StoreError | None = None
-        for outcome, ask, answer in zip(outcomes, asks, answers, strict=True):
-            job, fire, _, due, state, _, now = outcome
-            if isinstance(answer, StoreError):
-                owed.append(fire)
-                failure = answer
-                self._owed.append(outcome)
-            elif not answer:
-                logger.warning(
-                    "run %s of job %r finished, but this worker no longer holds it (its lease "
-                    "ran out and another worker took it over): its outcome is not recorded",
-                    fire,
-                    job._id,
-                )
-                # Nor counted here: the run is the other worker's (counted there), and the
-                # retry or dead letter this outcome made here will not be.
-                stats = self._stats
-                if state == "succeeded":
-                    stats.succeeded -= 1
-                else:
-                    stats.failed -= 1
-                    if state == "failed":
-                        stats.retried -= 1
-                    else:
-                        dead = store.dead_letter(job.id)
-                        if dead is not None and dead.job is job:
-                            MemoryStore.take_dead(store, job.id)
-                            stats.dead -= 1
-                # Read back the job the id names now: this copy may have ended here meanwhile
-                # (read back, it came back to life beside a new job of the id, unindexed).
-                current = store.get(job.id)
-                if current is not None:
-                    self._reload(current)
-            elif state == "dead":
-                # (No row asked for a job that ended while the run went on: the letter keeps
-                # this copy all the same.)
-                row = ask[5] if ask[5] is not None else self._row(job)
-                dead = store.dead_letter(job.id)
-                if dead is not None and dead.job is job:
-                    try:
-                        store.save_dead(
-                            job.id,
-                            json.dumps(_asdict(row)),
-                            ask[3],  # (the error's text, as the outcome recorded it)
-                            _durable.storable(dead.traceback),
-                            dead.attempts,
-                            due,
-                            now,
-                        )
-                    except StoreError as exc:
-                        logger.error("could not record dead letter %r: %s", job._id, exc)
-                    else:
-                        # In the store now: another process may take it (_sync_dead).
-                        self._dead_stored[job.id] = datetime_to_ns(dead.failed_at)
-        if owed:
-            # One line for the lot: a store down for a while fails every outcome of every poll.
-            logger.error(
-                "could not record the outcome of %s (%s): %s",
-                f"run {owed[0]}" if len(owed) == 1 else f"{len(owed)} runs ({owed[0]}, ...)",
-                "closing the store: run again once the lease runs out, by another worker or "
-                "after a restart"
-                if final
-                else "trying again at the next poll",
-                failure,
-            )
-
-    def _settle_first(
-        self, rows: list[JobRow], ended: list[tuple[str, str]]
-    ) -> tuple[list[JobRow], list[tuple[str, str]]]:
-        """Of changes read from the store (lock held), those to jobs whose outcome this process
-        has not written yet (waiting in the outbox, or owed) are not applied: the outcomes are
-        written first, merged there with the change as any outcome is, and those jobs read
-        back. (Applied over the outcome, a row written elsewhere while the fire ran here, still
-        saying "running" and not counting the run, undid the run in memory, and the outcome
-        then written from that copy left the job "running" in the store for good.) A row whose
-        job is no longer in memory (cancelled here, added again elsewhere) is applied as ever."""
-        waiting = {o[0]._id for o in self._outbox} | {o[0]._id for o in self._owed}
-        hit = {row.id for row in rows if row.id in waiting}
-        hit.update(id for id, _ in ended if id in waiting)
-        if not hit:
-            return rows, ended
-        self._flush_outcomes()
-        if self._owed:
-            self._pay_owed()
-        store: Any = self._store
-        jobs = {id: store.get(id) for id in hit}
-        # (One whose outcome the store refused again stays owed, its job as memory has it: read
-        # back once the outcome is written, _pay_owed. So does one whose outcome waits for the
-        # end of a batch.)
-        owed = {o[0]._id for o in self._owed} | {o[0]._id for o in self._outbox}
-        for id, job in jobs.items():
-            if job is None:
-                continue
-            if id in owed:
-                self._after_owed.add(id)
-            else:
-                self._reload(job)
-        return (
-            [row for row in rows if jobs.get(row.id) is None],
-            [(id, state) for id, state in ended if jobs.get(id) is None],
-        )
-
-    def _pay_owed(self, final: bool = False) -> None:
-        """Write the outcomes a lost connection kept from being recorded (lock held), and read
-        back the jobs that a change made elsewhere met meanwhile (_settle_first). ``final``:
-        the store is about to close (``_record_outcomes``). Not inside a ``batch()``
-        (``_flush_outcomes``)."""
-        if self._store._batch:  # type: ignore[attr-defined]
-            return
-        owed, self._owed = self._owed, []
-        if owed:
-            self._record_outcomes(owed, final)
-        if self._after_owed:
-            still = {o[0]._id for o in self._owed}
-            store: Any = self._store
-            for id in [id for id in self._after_owed if id not in still]:
-                self._after_owed.discard(id)
-                job = store.get(id)
-                if job is not None:
-                    self._reload(job)
 
     def backfill(self, job_or_id: Job | str, start: datetime, end: datetime) -> list[str]:
         """Enqueue every fire of a job's recurrence in ``[start, end)`` that has not run and is
@@ -4010,61 +2155,7 @@ class Scheduler:
                 times (``FixedDelay``, ``Poisson``, ``After``).
             TypeError: The scheduler's store is not durable.
         """
-        if not self._durable:
-            raise TypeError(
-                "backfill() needs a durable store (SQLiteStore, PostgresStore): a MemoryStore "
-                "keeps no record of which fires ran"
-            )
-        lo = datetime_to_ns(aware_datetime("start", start))
-        hi = datetime_to_ns(aware_datetime("end", end))
-        if lo > hi:
-            raise InvalidArgument(f"start must not be after end, got {start!r} and {end!r}")
-        with self._lock:
-            job = self._lookup(job_or_id)
-            trig = job.trigger
-            hi = min(hi, self._clock.time_ns() + 1)  # (due by now, now included)
-            begins = getattr(trig, "start", None)
-            if isinstance(begins, datetime) and not isinstance(trig, At):
-                # (A Cron's or FixedRate's start= bounds its fires: those before it were never
-                # the recurrence's, and were queued and run.)
-                lo = max(lo, datetime_to_ns(begins))
-            fires: list[int] = []
-            if isinstance(trig, At):
-                t = datetime_to_ns(trig.when)
-                fires = [t] if lo <= t < hi else []
-            elif isinstance(trig, FixedRate):
-                anchor = job._base
-                if anchor is None:
-                    raise InvalidArgument(
-                        f"job {job.id!r} has no next fire to place the FixedRate grid from"
-                    )
-                step = trig._ns
-                t = anchor + -(-(lo - anchor) // step) * step
-                while t < hi and len(fires) <= _BACKFILL_LIMIT:
-                    fires.append(t)
-                    t += step
-            elif trig.timebase == WALL and trig.recurring and not isinstance(trig, Poisson):
-                nxt = trig.next(lo - 1, self._env)
-                while nxt is not None and nxt < hi and len(fires) <= _BACKFILL_LIMIT:
-                    fires.append(nxt)
-                    nxt = trig.next(nxt, self._env)
-            else:
-                raise InvalidArgument(
-                    f"job {job.id!r} has no fixed fire times to backfill: its trigger is "
-                    f"{trig!r} (backfill works for At, FixedRate and Cron)"
-                )
-            if len(fires) > _BACKFILL_LIMIT:
-                raise InvalidArgument(
-                    f"start to end holds more than {_BACKFILL_LIMIT} fires of job {job.id!r}; "
-                    f"backfill a shorter range at a time"
-                )
-            keyed = [(fire_key_at(job.id, t), t) for t in fires]
-            new = set(self._store.enqueue(job.id, keyed))  # type: ignore[attr-defined]
-            now = self._clock.time_ns()
-            for key, t in keyed:
-                if key in new:
-                    self._queue_fire(job, key, t, now)
-        return [key for key, _ in keyed if key in new]
+        return self._manual.backfill(job_or_id, start, end)
 
     def runs(
         self, job_or_id: Job | str | None = None, *, state: str | None = None, limit: int = 100
@@ -4080,7 +2171,7 @@ class Scheduler:
         Raises:
             TypeError: The scheduler's store is not durable (a MemoryStore keeps no runs).
         """
-        if not self._durable:
+        if self._replica is None:
             raise TypeError(
                 "runs() needs a durable store (SQLiteStore, PostgresStore): a MemoryStore keeps "
                 "no record of runs (subscribe to events instead)"
@@ -4100,7 +2191,7 @@ class Scheduler:
         # integer beyond 64 bits.)
         limit = min(limit, 2**62)
         with self._lock:
-            return self._store.runs(job_id, state, limit)  # type: ignore[attr-defined, no-any-return]
+            return self._replica.store.runs(job_id, state, limit)
 
     def unreadable(self) -> list[UnreadableRow]:
         """The stored rows this process could not read, and skipped (quarantined).
@@ -4114,12 +2205,13 @@ class Scheduler:
         Returns:
             The quarantined rows (``UnreadableRow``: table, id, reason), by table and id.
         """
-        if not self._durable:
+        if self._replica is None:
             return []
         with self._lock:
-            self._sync_locked(full=False)
-            self._sync_dead()
-            return self._store.quarantine.rows()  # type: ignore[attr-defined, no-any-return]
+            self._replica.sync_locked(full=False)
+            if self._replica is not None:
+                self._replica.sync_dead()
+            return self._replica.store.quarantine.rows()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -4132,71 +2224,39 @@ class Scheduler:
         held, and must not wait for other threads that use the scheduler. ``shutdown()`` inside
         the block is refused (``RuntimeError``): end the block first.
         """
-        if not self._durable:
+        if self._replica is None:
             yield
             return
         with self._lock:
-            store: Any = self._store
-            outermost = not store._batch
+            store = self._replica.store
+            outermost = not store.batch_open
             if outermost:
-                self._write_outcomes_locked()  # (of runs that ended before: no part of it)
+                self._replica.outcomes.write_locked()  # (of runs that ended before: no part of it)
             before = set(store.index)
             try:
                 with store.batch():
                     yield
             except BaseException:
                 for id in set(store.index) - before:
-                    self._drop_local(store.index[id])
+                    self._replica.drop_local(store.index[id])
                 # The other changes (a pause, a reschedule, a cancel) were rolled back in the
                 # store: read their jobs back, or memory would keep them (once the store
                 # answers, if it does not now: _reload leaves them to the next poll).
                 for id in store.touched():
                     job = store.index.get(id)
                     if job is not None:
-                        self._reload(job, quiet=True)
+                        self._replica.reload(job, quiet=True)
                         continue
                     try:  # (cancelled in the batch: back, if the store still has it live)
-                        self._take_back(id)
+                        self._replica.load_missing(id)
                     except StoreError:
-                        self._unsure_ids.add(id)  # (at the next poll: memory holds nothing)
+                        self._replica.unsure_ids.add(id)  # (at the next poll: memory holds nothing)
                 raise
             finally:
                 if outermost:
-                    self._write_outcomes_locked()  # (of runs that ended inside the block)
-
-    def _write_outcomes_locked(self) -> None:
-        """Write every outcome waiting, in the outbox or owed, and read back the jobs a change
-        elsewhere met meanwhile (``_settle_first``), as a poll does (lock held; outside a
-        batch's transaction)."""
-        self._flush_outcomes()
-        if self._owed or self._after_owed:
-            self._pay_owed()
+                    self._replica.outcomes.write_locked()  # (of runs that ended inside the block)
 
     # -- driving time by hand -------------------------------------------------------------------
-
-    def _steppable(self, method: str) -> SteppableClock:
-        if self._shutdown:
-            raise SchedulerShutdownError(method)
-        clock = self._clock
-        if self._durable:
-            with self._lock:
-                self._sync_locked()
-            if not isinstance(self._user_clock, SteppableClock):
-                raise TypeError(
-                    f"{method}() needs a steppable clock such as FakeClock; this scheduler's "
-                    f"clock is {self._user_clock!r}, which only real time moves"
-                )
-            return clock  # type: ignore[return-value]
-        if self._fake:
-            # A FakeClock is steppable; the protocol check below costs ~500 bytecodes, which
-            # a simulation stepping one event at a time would pay on every call.
-            return clock  # type: ignore[return-value]
-        if not isinstance(clock, SteppableClock):
-            raise TypeError(
-                f"{method}() needs a steppable clock such as FakeClock; this scheduler's clock "
-                f"is {self._user_clock!r}, which only real time moves"
-            )
-        return clock
 
     def run_pending(self) -> int:
         """Run, in this thread, every occurrence due at the clock's current time.
@@ -4210,28 +2270,7 @@ class Scheduler:
         Raises:
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._clock
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError("run_pending")
-            if self._durable:
-                self._sync_locked()
-            wall = clock.time_ns()
-            mono = clock.monotonic_ns()
-        count = 0
-        while True:
-            with self._lock:
-                item = self._pop_due(wall, mono)
-                if item is None:
-                    break
-                occ = self._begin(*item, clock.time_ns(), clock.monotonic_ns())
-                events = self._take_events()
-            if events:
-                self._emit(events)
-            if occ is not None:
-                self._execute(occ)
-                count += 1
-        return count
+        return self._stepping.run_pending()
 
     def step(self, until: datetime | float | int | None = None) -> Run | None:
         """Jump the clock to the next due occurrence and run it (needs a steppable clock).
@@ -4252,48 +2291,7 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("step")
-        with self._lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
-            self._observed()
-        horizon = None if until is None else self._target("until", until)
-        floor = clock.time_ns()  # (durable: leases ending after this are still to stop at)
-        while True:
-            with self._lock:
-                wall = clock.time_ns()
-                mono = clock.monotonic_ns()
-                head = self._store.head(wall, mono)
-                if self._durable:
-                    # A lease ending before the next occurrence (and the horizon) is where a
-                    # lost run falls due, taken over: time stops there first (run_until).
-                    end = self._next_lease_end(max(floor, wall))
-                    if (
-                        end is not None
-                        and (head is None or end <= head[2] - mono + wall)
-                        and (horizon is None or end <= horizon)
-                    ):
-                        floor = self._stop_at_lease_end(clock, end)
-                        continue
-                if horizon is not None and (head is None or head[2] > horizon - wall + mono):
-                    # (head[2] is on the monotonic axis; the horizon is wall-clock.)
-                    if horizon > wall:
-                        clock.advance_ns(horizon - wall)
-                    return None
-                if head is None:
-                    return None
-                tb, entry, due = head
-                if due > mono:
-                    # Both timebases move alike, so this stays the head, now due.
-                    clock.advance_ns(due - mono)
-                    wall = clock.time_ns()
-                    mono = clock.monotonic_ns()
-                key = self._store.take(tb, entry)
-                occ = self._begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                events = self._take_events()
-            if events:
-                self._emit(events)
-            if occ is not None:
-                self._execute(occ)
-                return Run(occ[0], occ[1], occ[2], occ[3], occ[6])
+        return self._stepping.step(until)
 
     def run_until(self, when: datetime | float | int) -> int:
         """Run every occurrence due up to and including ``when``, in order.
@@ -4312,17 +2310,7 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("run_until")
-        return self._run_durable(clock, self._target("when", when))
-
-    @staticmethod
-    def _target(param: str, when: datetime | float | int) -> int:
-        """A wall-clock target (aware datetime or epoch seconds) in epoch nanoseconds."""
-        if isinstance(when, datetime):
-            return datetime_to_ns(aware_datetime(param, when))
-        if isinstance(when, (int, float)) and not isinstance(when, bool):
-            return epoch_ns(param, when)
-        raise TypeError(f"{param} must be an aware datetime or epoch seconds, got {when!r}")
+        return self._stepping.run_until(when)
 
     def run_for(self, seconds: float | int | timedelta) -> int:
         """``run_until`` the clock's time plus ``seconds`` (a number of seconds or timedelta).
@@ -4331,205 +2319,16 @@ class Scheduler:
             TypeError: The clock is not steppable (e.g. ``SystemClock``).
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        clock = self._steppable("run_for")
-        span = duration_ns("seconds", seconds)
-        target = clock.time_ns() + span
-        if not in_calendar(target):
-            # (The stepping loop moves a FakeClock without asking it: it would pass the year
-            # 9999, and every later reading of the time raise OverflowError.)
-            raise InvalidArgument(
-                f"seconds would take the clock past the years 1 to 9999, got {seconds!r}"
-            )
-        return self._run_durable(clock, target)
-
-    def _next_lease_end(self, floor: int) -> int | None:
-        """When the first lease of a run going ends after ``floor`` (lock held), or None (none,
-        or the store did not answer: the look at the target says so again if it still
-        fails)."""
-        try:
-            end: int | None = self._store.next_lease_end(floor)  # type: ignore[attr-defined]
-        except StoreError as exc:
-            logger.debug("could not read when leases run out: %s", exc)
-            return None
-        return end
-
-    def _stop_at_lease_end(self, clock: SteppableClock, end: int) -> int:
-        """Move the clock to ``end``, where a lease runs out, and look at the store there (lock
-        held): a lost run is taken over. Returns the time from which to look for the next
-        lease end (each stop moves on, whatever the clock could do)."""
-        step = 0  # (after the first try, at least a microsecond: see below)
-        for _ in range(3):
-            # (A job may have moved the clock past the end already; a clock that keeps coarser
-            # time than nanoseconds may stop short of it, where the lease has not run out yet:
-            # it is nudged on.)
-            now = clock.time_ns()
-            if now >= end:
-                break
-            clock.advance_ns(max(end - now, step))
-            step = 1000
-        self._next_poll = 0
-        self._sync_locked()
-        return max(end, clock.time_ns())
-
-    def _run_durable(self, clock: SteppableClock, target: int) -> int:
-        """``_run_to``, and with a durable store, again for what a look at the store at the
-        target finds due (runs whose lease ran out meanwhile, other processes' changes). Time
-        stops at the end of each lease of a run going elsewhere on the way, for a look at the
-        store: a run lost by a worker that died is taken over when its lease runs out, before
-        the fires due after that, as the thread runner's polls would."""
-        count = 0
-        floor = clock.time_ns()  # leases ending after this are still to stop at
-        while self._durable:
-            with self._lock:
-                end = self._next_lease_end(floor)
-            if end is None or end > target:
-                break
-            # The fires due before the lease's end, then the takeover, then the rest: at the
-            # end itself, the lost run (queued at its own due time) goes first. (A job may
-            # have moved the clock past the end meanwhile, or a clock of its own not reach
-            # it to the nanosecond: each pass moves on from the end all the same.)
-            if end - 1 > clock.time_ns():
-                count += self._run_to(clock, end - 1)
-            with self._lock:
-                floor = self._stop_at_lease_end(clock, end)
-        count += self._run_to(clock, target)
-        while self._durable:
-            with self._lock:
-                self._next_poll = 0
-                self._sync_locked()
-                head = self._store.head(clock.time_ns(), clock.monotonic_ns())
-                if head is None or head[2] > clock.monotonic_ns():
-                    break
-            count += self._run_to(clock, target)
-        return count
+        return self._stepping.run_for(seconds)
 
     def _run_to(self, clock: SteppableClock, target: int) -> int:
         # The stepping loop: take the head if it is due by the target, move the clock to its
         # due time, and hand it to the one life cycle (_begin, _call, _finish_locked), the same
         # methods the runners use. Each outcome is recorded under the lock acquisition that
         # takes the next occurrence, so an event costs one acquisition.
-        count = 0
-        lock = self._lock
-        with lock:  # (a subscribe() meanwhile must not be overwritten by a stale read)
-            self._observed()
-        # Bound methods in a try/finally cost half of a with statement on CPython 3.11, which
-        # looks up __enter__ and __exit__ on every entry.
-        acquire = lock.acquire
-        release = lock.release
-        store = self._store
-        head = store.head
-        queues = store.queues
-        qwall, qmono = queues
-        heap = qmono._heap
-        run = qmono._run
-        live = qmono._live
-        begin = self._begin
-        call = self._call
-        finish = self._finish_locked
-        time_ns = clock.time_ns
-        monotonic_ns = clock.monotonic_ns
-        advance_ns = clock.advance_ns
-        # An unwatched FakeClock is read and moved through its two integers. (Its own lock
-        # guards those against other threads moving it; a clock being stepped here has no
-        # runner, and a test that advances it from another thread meanwhile races anyway.)
-        fake = self._fake
-        done: tuple[Occ, Any, Exception | None] | None = None
-        tail: Sequence[Event] = ()
-        outcome: Sequence[Event] = ()
-        try:
-            while True:
-                if outcome:
-                    # A run's outcome reaches listeners before the clock moves on, and what
-                    # they schedule is in the queues when the next head is chosen.
-                    self._emit(outcome)
-                    outcome = ()
-                acquire()
-                try:
-                    if done is not None:
-                        finish(done)
-                        done = None
-                        if self._pending_events:
-                            outcome = self._take_events()
-                            continue
-                    if fake:
-                        wall = clock._wall  # type: ignore[attr-defined]
-                        mono = clock._mono  # type: ignore[attr-defined]
-                    else:
-                        wall = time_ns()
-                        mono = monotonic_ns()
-                    limit = target - wall + mono  # the wall-clock target on the monotonic axis
-                    if qwall._live:  # both queues: compare their heads on one axis
-                        found = head(wall, mono)
-                        if found is None or found[2] > limit:
-                            tail = self._take_events()
-                            break
-                        tb, entry, due = found
-                        key = queues[tb].pop_entry(entry)
-                    else:
-                        # TimerQueue.head() and pop_entry() on the monotonic queue, inlined:
-                        # a queue step, not a life-cycle step, and a call here would cost
-                        # ~900 instructions per event (docs/decisions.md).
-                        if qmono._new:
-                            qmono.absorb()
-                        while True:
-                            if run and not (heap and heap[0] < run[-1]):
-                                entry = run[-1]
-                                if entry >> DUE_SHIFT > limit:
-                                    key = None
-                                    break
-                                run.pop()
-                            elif heap:
-                                entry = heap[0]
-                                if entry >> DUE_SHIFT > limit:
-                                    key = None
-                                    break
-                                heappop(heap)
-                            else:
-                                key = None
-                                break
-                            key = live.pop(entry, None)
-                            if key is not None:
-                                key._qkey = None
-                                break
-                            qmono._stale -= 1
-                        if key is None:
-                            tail = self._take_events()
-                            break
-                        tb = MONOTONIC
-                        due = entry >> DUE_SHIFT
-                    if due > mono:
-                        # The clock is exact integers: after this jump "now" equals the due
-                        # time, so the occurrence is never left a rounding error short of due.
-                        if fake and not clock._watched:  # type: ignore[attr-defined]
-                            wall += due - mono
-                            clock._wall = wall  # type: ignore[attr-defined]
-                            clock._mono = mono = due  # type: ignore[attr-defined]
-                        else:
-                            advance_ns(due - mono)
-                            wall += due - mono
-                            mono = due
-                    occ = begin(key, tb, entry >> DUE_SHIFT, wall, mono)
-                    events = self._take_events() if self._pending_events else ()
-                finally:
-                    release()
-                if events:
-                    self._emit(events)
-                if occ is not None:
-                    done = call(occ)
-                    if done is not None:
-                        count += 1
-        finally:
-            if done is not None:
-                with lock:
-                    finish(done)
-        if tail:
-            self._emit(tail)
-        wall = time_ns()
-        if target > wall:
-            advance_ns(target - wall)
-        return count
+        return self._stepping.run_to(clock, target)
 
-    def _take_events(self) -> Sequence[Event]:
+    def _drain_events(self) -> Sequence[Event]:
         """Hand over the events raised under the lock (call with the lock held).
 
         Never returns the live list: an empty take must not alias the list that other threads
@@ -4550,22 +2349,11 @@ class Scheduler:
             RuntimeError: The scheduler is already running.
             SchedulerShutdownError: The scheduler has been shut down.
         """
-        name = f"duetime-runner-{id(self):x}"
-        self._claim_runner("start", lambda engine: Runner(engine, name)).start()
+        return self._service.start()
 
     def _claim_runner(self, method: str, make: Callable[[Engine], R]) -> R:
         """Make the scheduler's one runner from its engine, for ``start`` or ``run_async``."""
-        with self._lock:
-            if self._shutdown:
-                raise SchedulerShutdownError(method)
-            if self._runner is not None:
-                raise RuntimeError(f"the scheduler is already running; {method}() was called twice")
-            runner = self._runner = make(self._engine)
-            listen = getattr(self._store, "listen", None)
-            if listen is not None:
-                # Other processes' changes wake this one at once (PostgreSQL's LISTEN/NOTIFY).
-                listen(self._refresh)
-        return runner
+        return self._service.claim_runner(method, make)
 
     @property
     def running(self) -> bool:
@@ -4582,56 +2370,7 @@ class Scheduler:
             cancel_running: Cancel work handed to executors that has not started yet (with a
                 durable store it is given back, for another process to run).
         """
-        with self._lock:
-            if self._durable and self._store._batch:  # type: ignore[attr-defined]
-                # (Only the thread holding the batch gets here while it is open. Its runner
-                # would wait for the lock this thread holds, and the store would close under
-                # the open transaction.)
-                raise RuntimeError("shutdown() inside a batch() block: end the block first")
-            already = self._shutdown
-            self._shutdown = True
-            runner = self._runner
-            self._cond.notify_all()
-        try:
-            if runner is not None and not already:
-                try:
-                    runner.stop(wait=wait, cancel_running=cancel_running)
-                finally:
-                    with self._lock:
-                        self._runner = None
-        finally:
-            occ = _current.get()
-            inside = (occ is not None and occ[0]._sched is self) or serving() is self._engine
-            if (
-                self._durable
-                and not inside
-                and (runner is None or (wait and not isinstance(runner, AsyncRunner)))
-            ):
-                # The end of the scheduler's life: its connection goes too. (Without wait, runs
-                # still going will record their outcomes: the lease covers them instead. So
-                # when a job of this scheduler shuts it down, which cannot wait for itself: its
-                # own outcome, and the giving back of the rest of its batch, come after this.
-                # An asyncio runner cannot be waited for from here: it closes the store itself
-                # once its tasks are done, in _serve.)
-                with self._lock:
-                    self._close_store_locked()
-            elif self._durable and not isinstance(runner, AsyncRunner):
-                # Runs still going record their outcomes; the store closes after the last
-                # (it stayed open for good: two connections and a thread, for PostgreSQL).
-                with self._lock:
-                    # (From inside a job, or a JobStarted listener, its run is still counted;
-                    # from a run's JobSucceeded or JobFailed listener it has ended: no later
-                    # finish would come to close the store.)
-                    self._close_when_idle = True
-                    self._close_if_idle_locked()
-
-    def _close_if_idle_locked(self) -> None:
-        """Close the store of a scheduler shut down without waiting once nothing of it runs
-        any more (lock held; ``shutdown``)."""
-        if self._close_when_idle and self._running_total == 0:
-            self._close_when_idle = False
-            if self._store.is_open:  # type: ignore[attr-defined]
-                self._close_store_locked()
+        return self._service.shutdown(wait, cancel_running)
 
     async def run_async(self) -> None:
         """Run jobs on the running asyncio loop until ``shutdown()`` is called.
@@ -4651,58 +2390,8 @@ class Scheduler:
                 self._runner = None
                 # shutdown() without wait (all a coroutine may call) left a durable store open
                 # for the runs still going; the runner has awaited them, so it can go now.
-                if self._shutdown and self._durable:
-                    self._close_store_locked()
-
-    def _pay_all_owed(self) -> None:
-        """Write every outcome still waiting, once, before the store closes (lock held)."""
-        if self._owed or self._outbox:
-            # (One attempt, the owed ones first, the older; what fails is logged. The jobs a
-            # change elsewhere met while their outcome was owed are read back, as at a poll:
-            # after the close, memory is the last word.)
-            self._owed += self._outbox
-            self._outbox = []
-            self._pay_owed(final=True)
-            self._owed = []
-
-    def _at_exit(self) -> None:
-        """At interpreter exit, a durable scheduler never shut down: write the outcomes of the
-        runs that finished, and say which runs, still going, will run again once their lease
-        runs out (their threads end with the interpreter). Claims no more work."""
-        if not self._lock.acquire(timeout=_EXIT_LOCK_WAIT):
-            logger.warning(
-                "the interpreter exits without Scheduler.shutdown(), and the scheduler was "
-                "busy: finished runs whose outcome is not written run again after their lease"
-            )
-            return
-        try:
-            if self._shutdown or not self._store.is_open:  # type: ignore[attr-defined]
-                return
-            self._shutdown = True
-            self._cond.notify_all()
-            self._pay_all_owed()
-            going = self._store.held_keys()  # type: ignore[attr-defined]
-            if going:
-                logger.warning(
-                    "the interpreter exits without Scheduler.shutdown() while %d run(s) go on "
-                    "(%s): they run again once their lease runs out; call shutdown() to let "
-                    "them finish",
-                    len(going),
-                    ", ".join(going[:10]) + (", ..." if len(going) > 10 else ""),
-                )
-            self._close_store_locked()
-        finally:
-            self._lock.release()
-
-    def _close_store_locked(self) -> None:
-        """Close the durable store at the end of the scheduler's life (lock held), once the
-        outcomes still waiting are written: the outbox's, and those a lost connection kept
-        from the store (owed, and until now written at the next poll, which will not come).
-        One that still cannot be written is logged: its run is taken over when its lease runs
-        out, and runs again."""
-        self._pay_all_owed()
-        self._store.close()  # type: ignore[attr-defined]
-        atexit.unregister(self._exit_hook)
+                if self._shutdown and self._replica is not None:
+                    self._replica.close_store_locked()
 
     def wait_idle(self, timeout: float | timedelta | None = None) -> bool:
         """Block until nothing is due now and nothing is running (for tests).
@@ -4724,35 +2413,12 @@ class Scheduler:
                 years.
             TypeError: ``timeout`` is not a number of seconds or a timedelta.
         """
-        seconds = None if timeout is None else duration_ns("timeout", timeout) / NS_PER_SECOND
-        occ = _current.get()
-        if (occ is not None and occ[0]._sched is self) or serving() is self._engine:
-            # From inside one of its runs, or a run's listener: that run is going, so it is not
-            # idle, and waiting for it to end would wait for itself (for ever, without a
-            # timeout).
-            return False
-        runner = self._runner
-        if runner is not None:
-            return runner.wait_idle(seconds)
-        deadline = None if seconds is None else real_monotonic() + seconds
-        with self._cond:
-            # (Polled in short slices: a run ending with no runner wakes nobody, and a notify
-            # there would cost every run stepped by hand.)
-            while self._running_total:
-                left = _IDLE_SLICE if deadline is None else deadline - real_monotonic()
-                if left <= 0:
-                    break
-                self._cond.wait(min(left, _IDLE_SLICE))
-            return self._idle_locked()
+        return self._service.wait_idle(timeout)
 
     def _idle_locked(self) -> bool:
         """Whether nothing is due now and nothing is running (lock held). The runners add
         their own in-flight work to this."""
-        if self._durable and self._outbox:
-            return False  # outcomes to write (the runner writes them before it sleeps)
-        mono = self._clock.monotonic_ns()
-        head = self._store.head(self._clock.time_ns(), mono)
-        return self._running_total == 0 and (head is None or head[2] > mono)
+        return self._service.idle_locked()
 
     def __enter__(self) -> Scheduler:
         self.start()

@@ -441,6 +441,17 @@ class SQLStore(MemoryStore):
         """``sql`` (with ``?`` placeholders) as this database's driver wants it."""
         return sql
 
+    def statement(self, template: str) -> str:
+        """A statement written as this module's are (for both dialects, ``{p}`` before table
+        names, ``?`` placeholders), in this store's dialect and tables: for the readers that
+        share the store's SQL (the dashboard's views). Cached."""
+        return self._q(template)
+
+    def created(self) -> bool:
+        """Whether the database holds duetime's tables, looked at without creating them (the
+        command line asks before it opens a store: opening creates them)."""
+        raise NotImplementedError
+
     def _q(self, template: str) -> str:
         """A statement of this module, in this store's dialect and tables (cached)."""
         sql = self._sql.get(template)
@@ -740,6 +751,11 @@ class SQLStore(MemoryStore):
         if taken:
             raise ConflictingIdError(taken[0], _TAKEN_IN_BATCH)
         self._pending = []
+
+    @property
+    def batch_open(self) -> bool:
+        """Whether a ``batch()`` block is open (its writes wait for its end)."""
+        return self._batch > 0
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:

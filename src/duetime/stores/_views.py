@@ -29,7 +29,7 @@ from typing import Any
 from duetime._validate import lower_scheme
 from duetime.errors import InvalidArgument, StoreError
 from duetime.stores.codec import load_json
-from duetime.stores.postgres import PostgresStore, _psycopg, missing_database
+from duetime.stores.postgres import PostgresStore, missing_database, psycopg_module
 from duetime.stores.sqlite import SQLiteStore
 
 __all__ = [
@@ -283,14 +283,14 @@ def check_existing(store: SQLiteStore | PostgresStore, label: str = "store") -> 
     if isinstance(store, SQLiteStore):
         if store.path == ":memory:" or not Path(store.path).exists():
             raise InvalidArgument(f"{label} names {store.path!r}, which does not exist")
-        if not store._created():
+        if not store.created():
             raise InvalidArgument(
                 f"{label} names {store.path!r}, which is not a duetime store (no scheduler "
                 "has used it: another program's database, or a mistyped name)"
             )
         return
     try:
-        created = store._created()
+        created = store.created()
     except StoreError as exc:
         # A database that does not exist is the server's missing file: a bad store too.
         if missing_database(exc.__cause__):
@@ -351,7 +351,7 @@ class StoreView:
     @property
     def where(self) -> str:
         """The store, as errors name it (a PostgreSQL password left out)."""
-        return self.store._where
+        return self.store.where
 
     @property
     def is_postgres(self) -> bool:
@@ -371,7 +371,7 @@ class StoreView:
             db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
             db.execute(f"PRAGMA busy_timeout = {int(store.busy_timeout * 1000)}")
             return db
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         return psycopg.connect(
             store.dsn, autocommit=True, connect_timeout=max(1, round(store.connect_timeout))
         )
@@ -379,11 +379,11 @@ class StoreView:
     def _errors(self) -> tuple[type[BaseException], ...]:
         if isinstance(self.store, SQLiteStore):
             return (sqlite3.Error,)
-        return (_psycopg().Error,)
+        return (psycopg_module().Error,)
 
     def _read(self, what: str, template: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one query (``template`` in the shared dialect)."""
-        sql = self.store._q(template)
+        sql = self.store.statement(template)
         with self._lock:
             try:
                 if self._conn is None:
@@ -416,10 +416,10 @@ class StoreView:
                 ) as db:
                     db.execute(_STATE_INDEX_SQLITE)
                 return True
-            with _psycopg().connect(
+            with psycopg_module().connect(
                 store.dsn, autocommit=True, connect_timeout=max(1, round(store.connect_timeout))
             ) as conn:
-                conn.execute(store._q(_STATE_INDEX_PG))
+                conn.execute(store.statement(_STATE_INDEX_PG))
             return True
         except Exception as exc:  # (a read-only file or role: the list works, slower)
             logger.warning("could not add the jobs (state, id) index to %s: %s", self.where, exc)

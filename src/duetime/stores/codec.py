@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -343,7 +343,8 @@ def resolve_task(
     if under_prefixes(module, import_prefixes):
         found = _defined_at(module, qualname)
         if callable(found):
-            return found  # type: ignore[no-any-return]
+            defined: Callable[..., Any] = found
+            return defined
     return None
 
 
@@ -367,7 +368,8 @@ def _zone_name(tz: str | tzinfo | None, where: str) -> Any:
 def _zone(value: Any) -> str | tzinfo | None:
     if isinstance(value, dict):
         return timezone(timedelta(seconds=value["offset_seconds"]))
-    return value  # type: ignore[no-any-return]
+    zone: str | tzinfo | None = value  # (a name, or None: as it was stored)
+    return zone
 
 
 def _when(value: datetime | None) -> str | None:
@@ -391,25 +393,24 @@ def encode_trigger(trigger: Recurrence) -> dict[str, Any]:
     """
     cls = type(trigger)
     if cls is At:
-        return {"type": "at", "when": trigger.when.isoformat()}  # type: ignore[attr-defined]
+        return {"type": "at", "when": cast(At, trigger).when.isoformat()}
     if cls is After:
-        return {"type": "after", "delay_ns": trigger._ns}  # type: ignore[attr-defined]
+        return {"type": "after", "delay_ns": cast(After, trigger)._ns}
     if cls is FixedRate or cls is FixedDelay:
+        # (The exact types: a subclass is a user's recurrence, not stored.)
+        every = cast("FixedRate | FixedDelay", trigger)
         rec: dict[str, Any] = {
             "type": "fixed_rate" if cls is FixedRate else "fixed_delay",
-            "interval": [
-                [unit or "seconds", _seconds(v)]
-                for unit, v in trigger._spec  # type: ignore[attr-defined]
-            ],
+            "interval": [[unit or "seconds", _seconds(v)] for unit, v in every._spec],
         }
-        if cls is FixedRate:
-            rec["start"] = _when(trigger.start)  # type: ignore[attr-defined]
+        if isinstance(every, FixedRate):
+            rec["start"] = _when(every.start)
         else:
-            initial = trigger.initial_delay  # type: ignore[attr-defined]
+            initial = every.initial_delay
             rec["initial_delay"] = None if initial is None else _seconds(initial)
         return rec
     if cls is Cron:
-        cron: Cron = trigger  # type: ignore[assignment]
+        cron = cast(Cron, trigger)
         return {
             "type": "cron",
             "expr": cron.expr,
@@ -418,13 +419,10 @@ def encode_trigger(trigger: Recurrence) -> dict[str, Any]:
             "end": _when(cron.end),
         }
     if cls is Poisson:
-        p: Poisson = trigger  # type: ignore[assignment]
+        p = cast(Poisson, trigger)
+        window = p.window
         windows: list[Window] = (
-            list(p.window)
-            if isinstance(p.window, (list, tuple))
-            else []
-            if p.window is None
-            else [p.window]  # type: ignore[list-item]
+            [window] if isinstance(window, Window) else [] if window is None else list(window)
         )
         return {
             "type": "poisson",

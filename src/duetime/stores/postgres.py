@@ -349,7 +349,7 @@ _RECONNECT_FIRST = 0.05
 _RECONNECT_MAX = 5.0
 
 
-def _psycopg() -> Any:
+def psycopg_module() -> Any:
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - the extra is installed wherever tests run
@@ -690,14 +690,15 @@ class PostgresStore(SQLStore):
         return StoreError(self._where, f"{what} failed ({text})", advice)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        psycopg = _psycopg()
-        return psycopg.connect(  # type: ignore[no-any-return]
+        driver = psycopg_module()  # (imported when first used: typed Any)
+        conn: psycopg.Connection[Any] = driver.connect(
             self.dsn,
             autocommit=True,
             connect_timeout=max(1, round(self.connect_timeout)),
             application_name=f"duetime {self.worker}"[:63],
             **_tcp_defaults(self.dsn),
         )
+        return conn
 
     def _handle(self, what: str) -> _Handle:
         """The open connection, reopened if it was lost (at most once per backoff period)."""
@@ -767,7 +768,7 @@ class PostgresStore(SQLStore):
     def _tx(self, what: str) -> Iterator[_Handle]:
         """One transaction (or the open batch's), all or nothing."""
         db = self._handle(what)
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         if self._batch:
             try:
                 yield db
@@ -797,7 +798,7 @@ class PostgresStore(SQLStore):
         """One statement that writes (in its own transaction): its rows. Never sent twice: if
         the connection broke, whether the server committed it is unknown."""
         db = self._handle(what)
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         try:
             rows: list[Any] = db.execute(sql, params).fetchall()
         except psycopg.Error as exc:
@@ -807,7 +808,7 @@ class PostgresStore(SQLStore):
 
     def _read(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """A query that only reads: its rows."""
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         for first in (True, False):
             db = self._handle(what)
             try:
@@ -908,7 +909,7 @@ class PostgresStore(SQLStore):
         rows."""
         if len(statements) == 1:
             return [self._write(what, *statements[0])]
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         conn = self._handle(what).conn
         try:
             with conn.pipeline(), conn.transaction():
@@ -1020,7 +1021,7 @@ class PostgresStore(SQLStore):
     def open(self, worker: str) -> None:
         """Connect, create or check the schema and its tables. Called once, by the Scheduler."""
         self.worker = worker
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         self._closed = False
         try:
             self._conn = self._connect()
@@ -1034,7 +1035,7 @@ class PostgresStore(SQLStore):
             raise
 
     def _create(self) -> None:
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         conn = self._conn
         assert conn is not None
         s = _quote(self.schema)
@@ -1107,14 +1108,14 @@ class PostgresStore(SQLStore):
             return []
         return [] if "meta" in found else found
 
-    def _created(self) -> bool:
+    def created(self) -> bool:
         """Whether the schema's tables exist, looked at without creating them (the command line
         asks before it opens a store: opening creates them).
 
         Raises:
             StoreError: The server cannot be reached.
         """
-        psycopg = _psycopg()
+        psycopg = psycopg_module()
         try:
             with self._connect() as conn:
                 return self._version(conn) is not None
@@ -1249,7 +1250,7 @@ class PostgresStore(SQLStore):
         # bound, in a reconnect during an outage, must stop when it comes back, not go on for
         # a scheduler that took the renewed store.)
         stop, on_change, worker = self._stop, self._on_change, self.worker
-        driver = _psycopg()
+        driver = psycopg_module()
         backoff = _RECONNECT_FIRST
         conn: psycopg.Connection[Any] | None = None
         failures = 0  # since the connection was last up: the first is a warning, the rest debug

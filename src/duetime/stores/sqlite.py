@@ -384,7 +384,7 @@ class SQLiteStore(SQLStore):
             self.close()
             raise
 
-    def _created(self) -> bool:
+    def created(self) -> bool:
         """Whether the file holds duetime's tables, looked at without creating them or the
         file (the command line asks before it opens a store: opening creates them). A file
         that SQLite cannot read answers True: opening it then says what is wrong."""
