@@ -199,15 +199,21 @@ def test_an_exit_mid_run_of_an_inline_job_says_it_will_run_again(tmp_path: Path)
 # -- a pause is no misfire ------------------------------------------------------------------------
 
 
-def test_resuming_a_paused_job_does_not_warn_of_misfires(
-    url: str, opened: list[Scheduler], caplog: pytest.LogCaptureFixture
-) -> None:
-    clock = FakeClock(T0)
+def ticking(url: str, opened: list[Scheduler], clock: FakeClock) -> Scheduler:
+    """A scheduler on ``url`` with a job "tick" every minute, run for two minutes."""
     s = Scheduler(clock, store=url)
     opened.append(s)
     s.register("send_report", send_report)
     s.schedule("send_report", FixedRate(minutes=1), id="tick")
     s.run_until(T0 + timedelta(minutes=2))
+    return s
+
+
+def test_resuming_a_paused_job_does_not_warn_of_misfires(
+    url: str, opened: list[Scheduler], caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock(T0)
+    s = ticking(url, opened, clock)
     s.pause("tick")
     clock.advance(timedelta(hours=1))
     s.resume("tick")
@@ -222,11 +228,7 @@ def test_a_resume_elsewhere_is_no_misfire_either(
     url: str, opened: list[Scheduler], caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock(T0)
-    worker = Scheduler(clock, store=url)
-    opened.append(worker)
-    worker.register("send_report", send_report)
-    worker.schedule("send_report", FixedRate(minutes=1), id="tick")
-    worker.run_until(T0 + timedelta(minutes=2))
+    worker = ticking(url, opened, clock)
     admin = Scheduler(clock, store=url)
     opened.append(admin)
     admin.pause("tick")
@@ -242,11 +244,7 @@ def test_a_worker_that_was_down_still_warns_of_misfires(
     url: str, opened: list[Scheduler], caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = FakeClock(T0)
-    s = Scheduler(clock, store=url)
-    opened.append(s)
-    s.register("send_report", send_report)
-    s.schedule("send_report", FixedRate(minutes=1), id="tick")
-    s.run_until(T0 + timedelta(minutes=2))
+    s = ticking(url, opened, clock)
     clock.advance(timedelta(hours=1))
     with caplog.at_level(logging.WARNING, logger="duetime"):
         s.run_until(T0 + timedelta(hours=1, minutes=5))
