@@ -175,6 +175,10 @@ def test_workers_lists_a_live_scheduler_with_its_host(tmp_path: Path) -> None:
     assert worker["worker"].startswith(worker["host"] + ":")
     assert "hello" in worker["tasks"]
     assert worker["host"] in page
+    # Its last heartbeat: when it last said it lives (real time: it registered just now).
+    said = datetime.fromisoformat(worker["heartbeat"])
+    assert abs(datetime.now(timezone.utc) - said) < timedelta(minutes=5)
+    assert worker["heartbeat_text"].endswith(" ago") and "Last heartbeat" in page
 
 
 # -- actions ---------------------------------------------------------------------------------------

@@ -449,11 +449,14 @@ class Replica:
             qualname = getattr(func, "__qualname__", None)
             if isinstance(module, str) and isinstance(qualname, str):
                 names.add(f"{module}:{qualname}")
-        tasks = json.dumps({"names": sorted(names), "prefixes": list(self._import_tasks)})
+        now = real_time_ns()
+        # ("at": when it was said, the worker's last heartbeat for the dashboard.)
+        tasks = json.dumps(
+            {"names": sorted(names), "prefixes": list(self._import_tasks), "at": now}
+        )
         # Lapses after three polls unsaid (a crashed or stopped process), and not under a
         # minute: a process that polls seldom, or not at all, still counts for a while.
         ttl = max(3 * min(self._store.poll_ns, self._lease // 3), _WORKER_TTL)
-        now = real_time_ns()
         self._store.announce(tasks, now + ttl)
         self._announce_at = now + ttl // 3
 

@@ -191,6 +191,8 @@ class WorkerView:
         until: Until when its last heartbeat counts (UTC epoch nanoseconds); it said so
             again before then while it lives.
         leases: Runs it holds a live lease on.
+        heartbeat: When it last said it lives (UTC epoch nanoseconds), or None if its record
+            does not say (written by an earlier duetime).
     """
 
     worker: str
@@ -198,6 +200,7 @@ class WorkerView:
     tasks: tuple[str, ...]
     until: int
     leases: int
+    heartbeat: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,11 +545,17 @@ class StoreView:
         found = []
         for worker, tasks, until in self._read("listing workers", _WORKERS, (limit,)):
             try:
-                names = tuple(str(n) for n in load_json(tasks, "tasks").get("names", ()))
+                record = load_json(tasks, "tasks")
+                names = tuple(str(n) for n in record.get("names", ()))
+                said = _ns(record.get("at"))
             except (ValueError, AttributeError, TypeError):
-                names = ()
+                names, said = (), None
             host = worker.rsplit(":", 2)[0] if worker.count(":") >= 2 else worker
-            found.append(WorkerView(worker, host, names, _ns(until) or 0, leases.get(worker, 0)))
+            found.append(
+                WorkerView(
+                    worker, host, names, _ns(until) or 0, leases.get(worker, 0), heartbeat=said
+                )
+            )
         return found
 
     def live_workers(self, now: int) -> int:

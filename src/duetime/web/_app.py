@@ -508,6 +508,8 @@ class Dashboard:
                 **asdict(w),
                 "until": _iso(w.until),
                 "until_text": time_text(w.until),
+                "heartbeat": None if w.heartbeat is None else _iso(w.heartbeat),
+                "heartbeat_text": "-" if w.heartbeat is None else ago(w.heartbeat, now),
                 "live": w.until > now,
                 "lapses": ago(w.until, now),
             }
