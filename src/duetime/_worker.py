@@ -224,25 +224,7 @@ def run(
     tasks = load_tasks(modules)
     pool = make_executor(executor, max_concurrent)
     owned = pool if isinstance(pool, Executor) else None
-    stopping: list[int] = []
-    worker = "?"
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if not stopping:
-            stopping.append(signum)
-            raise _Stop(signum)
-        logger.warning(
-            "worker %s: second signal (%s): exiting at once; its runs going on are taken over "
-            "by another worker when their leases run out",
-            worker,
-            signal.Signals(signum).name,
-        )
-        pools = sys.modules.get("multiprocessing")  # (imported for a process pool only)
-        for child in pools.active_children() if pools is not None else ():
-            child.kill()  # (a process pool's: its jobs stop too, as the threads' do)
-        logging.shutdown()
-        os._exit(128 + signum)
-
+    signals = _Signals()
     previous = {sig: signal.getsignal(sig) for sig in _SIGNALS}
     s: Scheduler | None = None
     try:
@@ -253,21 +235,9 @@ def run(
                 if owned is not None:
                     owned.shutdown(wait=False)
                 raise
-            for name, func in tasks.items():
-                s.register(name, func)
-            s.start()
-            worker = str(getattr(s.store, "worker", "?"))
-            logger.info(
-                "worker %s started: store %s, tasks %s, executor %s%s, %d job(s) in the store",
-                worker,
-                redact_dsn(url),
-                ", ".join(tasks),
-                executor,
-                "" if max_concurrent is None else f", max_concurrent {max_concurrent}",
-                len(s),
-            )
+            signals.worker = _start(s, tasks, url, executor, max_concurrent)
             for sig in _SIGNALS:
-                signal.signal(sig, on_signal)
+                signal.signal(sig, signals.handle)
         forever = threading.Event()
         while True:
             forever.wait(3600)
@@ -276,14 +246,63 @@ def run(
         logger.info(
             "worker %s stopping (%s): no new claims; the runs going on finish (a second signal "
             "exits at once)",
-            worker,
+            signals.worker,
             signal.Signals(stop.signum).name,
         )
         s.shutdown(wait=True)
         if owned is not None:
             owned.shutdown(wait=True)
-        logger.info("worker %s stopped", worker)
+        logger.info("worker %s stopped", signals.worker)
         return 0
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _start(
+    s: Scheduler,
+    tasks: dict[str, Callable[..., Any]],
+    url: str,
+    executor: str,
+    max_concurrent: int | None,
+) -> str:
+    """Register ``tasks`` in ``s``, start its runner and log the start; the worker's id."""
+    for name, func in tasks.items():
+        s.register(name, func)
+    s.start()
+    worker = str(getattr(s.store, "worker", "?"))
+    logger.info(
+        "worker %s started: store %s, tasks %s, executor %s%s, %d job(s) in the store",
+        worker,
+        redact_dsn(url),
+        ", ".join(tasks),
+        executor,
+        "" if max_concurrent is None else f", max_concurrent {max_concurrent}",
+        len(s),
+    )
+    return worker
+
+
+class _Signals:
+    """What SIGTERM and SIGINT do: the first stops the worker gracefully (``_Stop`` raised in
+    the main thread), a second ends the process at once."""
+
+    def __init__(self) -> None:
+        self.worker = "?"  # (its id, for the log, once it has started)
+        self.stopping = False
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise _Stop(signum)
+        logger.warning(
+            "worker %s: second signal (%s): exiting at once; its runs going on are taken over "
+            "by another worker when their leases run out",
+            self.worker,
+            signal.Signals(signum).name,
+        )
+        pools = sys.modules.get("multiprocessing")  # (imported for a process pool only)
+        for child in pools.active_children() if pools is not None else ():
+            child.kill()  # (a process pool's: its jobs stop too, as the threads' do)
+        logging.shutdown()
+        os._exit(128 + signum)
