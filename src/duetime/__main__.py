@@ -25,7 +25,7 @@ from typing import NoReturn
 from duetime import _worker
 from duetime._describe import describe_trigger
 from duetime._durable import MissingTask
-from duetime._validate import lower_scheme, zone
+from duetime._validate import zone
 from duetime.clock import FakeClock, SystemClock, real_time_ns
 from duetime.cron import Cron, Transition, fire_times, transitions
 from duetime.errors import DuetimeError, InvalidArgument, JobLookupError, StoreError
@@ -33,6 +33,7 @@ from duetime.job import Job, JobState, Misfire, current_run
 from duetime.recurrence import FixedRate
 from duetime.scheduler import Scheduler
 from duetime.stores import codec
+from duetime.stores._url import store_from_url
 from duetime.stores._views import check_existing
 from duetime.stores.postgres import PostgresStore
 from duetime.stores.records import RUN_STATES
@@ -285,17 +286,10 @@ def _open(url: str, only: str | None = None) -> Scheduler:
     """A scheduler on the store a URL names, to read and change it (it runs nothing); with
     ``only``, it loads that job alone (a command that changes one job)."""
     try:
-        url = lower_scheme(url)
-        if url.startswith("sqlite:"):
-            store: SQLiteStore | PostgresStore | str = SQLiteStore.from_url(url)
-        elif url.startswith(("postgresql:", "postgres:")):
-            store = PostgresStore.from_url(url)
-        else:
-            store = url  # (the Scheduler says what a store URL looks like)
-        if not isinstance(store, str):
-            check_existing(store, "--store")
-            if only is not None:
-                store.only = frozenset((only,))
+        store = store_from_url(url)
+        check_existing(store, "--store")
+        if only is not None:
+            store.only = frozenset((only,))
         return Scheduler(store=store)
     except InvalidArgument as exc:
         message = str(exc)

@@ -27,7 +27,6 @@ from duetime._validate import (
     datetime_to_ns,
     duration_ns,
     integer,
-    lower_scheme,
 )
 from duetime.clock import (
     Clock,
@@ -46,10 +45,9 @@ from duetime.job import (
 from duetime.ratelimit import TokenBucket
 from duetime.recurrence import MONOTONIC, WALL, After, At, Env, Recurrence
 from duetime.retry import RetryPolicy
+from duetime.stores._url import store_from_url
 from duetime.stores.memory import MemoryStore
-from duetime.stores.postgres import PostgresStore, redact_dsn
 from duetime.stores.records import LEASE_MOST_NS
-from duetime.stores.sqlite import SQLiteStore
 
 __all__ = ["Host", "Options"]
 
@@ -78,19 +76,6 @@ def check_retry(retry: object) -> None:
     protocol check, and would fail only at the first retry)."""
     if retry is not None and (isinstance(retry, type) or not isinstance(retry, RetryPolicy)):
         raise TypeError(f"retry must be a RetryPolicy, got {retry!r}")
-
-
-def store_from_url(url: str) -> MemoryStore:
-    """The store a URL names: ``sqlite:///path`` or ``postgresql://...``."""
-    url = lower_scheme(url)
-    if url.startswith("sqlite:"):
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        return PostgresStore.from_url(url)
-    raise InvalidArgument(
-        f"store must be a store object or a URL such as 'sqlite:///jobs.db' or "
-        f"'postgresql://user@host/dbname', got {redact_dsn(url)!r}"
-    )
 
 
 # Classes already known to implement Recurrence (see _recurrence).

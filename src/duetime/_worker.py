@@ -25,11 +25,10 @@ from types import FrameType
 from typing import Any
 
 from duetime._declared import declared
-from duetime._validate import lower_scheme
 from duetime.errors import InvalidArgument, StoreError
 from duetime.scheduler import Scheduler
-from duetime.stores import MemoryStore
-from duetime.stores.postgres import PostgresStore, missing_database, redact_dsn
+from duetime.stores._url import store_from_url
+from duetime.stores.postgres import missing_database, redact_dsn
 from duetime.stores.sqlite import SQLiteStore
 
 logger = logging.getLogger("duetime")
@@ -143,18 +142,12 @@ def open_scheduler(
         StoreError: The store fails otherwise (a server that does not answer).
     """
     try:
-        url = lower_scheme(url)
-        store: MemoryStore | str = url
-        if url.startswith("sqlite:"):
-            sqlite = SQLiteStore.from_url(url)
-            folder = Path(sqlite.path).parent
-            if not folder.is_dir():
-                raise WorkerUsage(
-                    f"--store names {sqlite.path!r}, in a folder that does not exist ({folder})"
-                )
-            store = sqlite
-        elif url.startswith(("postgresql:", "postgres:")):
-            store = PostgresStore.from_url(url)
+        store = store_from_url(url)
+        if isinstance(store, SQLiteStore) and not Path(store.path).parent.is_dir():
+            raise WorkerUsage(
+                f"--store names {store.path!r}, in a folder that does not exist "
+                f"({Path(store.path).parent})"
+            )
         return Scheduler(
             store=store,
             executor=executor,

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetime._validate import lower_scheme
 from duetime.errors import InvalidArgument, StoreError
+from duetime.stores._url import store_from_url
 from duetime.stores.codec import load_json
 from duetime.stores.postgres import PostgresStore, missing_database, psycopg_module
 from duetime.stores.sqlite import SQLiteStore
@@ -321,15 +321,7 @@ def open_store(store: str | SQLiteStore | PostgresStore) -> SQLiteStore | Postgr
         raise InvalidArgument(
             f"store must be a store URL, a SQLiteStore or a PostgresStore, got {store!r}"
         )
-    url = lower_scheme(store)
-    if url.startswith("sqlite:"):
-        return SQLiteStore.from_url(url)
-    if url.startswith(("postgresql:", "postgres:")):
-        return PostgresStore.from_url(url)
-    raise InvalidArgument(
-        f"store must look like 'sqlite:///jobs.db' or 'postgresql://user@host/dbname', "
-        f"got {store!r}"
-    )
+    return store_from_url(store)
 
 
 class StoreView:
